@@ -1,0 +1,217 @@
+//! What happens at a table, in the order it happens: the referee's input.
+//!
+//! The JSON shapes are a public interface (`tandem referee`, the tracker, arbiter commands), documented
+//! in `docs/referee.md`. Each action is one JSON object with exactly one of the keys `move` (with
+//! `board`), `press`, `flag`, `claim`, `resign`, `draw_agreed` or `simultaneous`, and an optional `ts`
+//! (milliseconds).
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{BoardId, Color};
+
+/// One thing that happened at the table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// A move on a board, in UCI (`e2e4`, `N@f3`, steal `e7e8^d1`) or SAN (`Nf3`, `N@f3`).
+    Move { board: BoardId, notation: String },
+    /// The player to move on `board` pressed the clock: his move is complete.
+    Press { board: BoardId },
+    /// A flag fell (time exceeded) and was pointed out.
+    Flag { board: BoardId, color: Color },
+    /// A player claims something.
+    Claim {
+        kind: ClaimKind,
+        board: BoardId,
+        by: Color,
+    },
+    /// A player resigns (his team loses).
+    Resign { board: BoardId, color: Color },
+    /// All four players agree to a draw.
+    DrawAgreed,
+    /// Actions observed at the same moment (two flags, two claims, two mates), judged together.
+    Simultaneous(Vec<Action>),
+}
+
+/// What a player may claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimKind {
+    /// The opponent's last move was illegal.
+    IllegalMove,
+    /// The opponent's flag fell.
+    Flag,
+    /// The opponent gives perpetual check (002 9.3).
+    PerpetualCheck,
+}
+
+/// An action with its time stamp.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimedAction {
+    pub ts: Option<u64>,
+    pub action: Action,
+}
+
+/// Why a JSON action was not understood.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ActionError {
+    #[error("action #{index}: {problem}")]
+    Shape { index: usize, problem: String },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAction {
+    ts: Option<u64>,
+    board: Option<BoardId>,
+    #[serde(rename = "move")]
+    mv: Option<String>,
+    press: Option<BoardId>,
+    flag: Option<BoardColor>,
+    claim: Option<RawClaim>,
+    resign: Option<BoardColor>,
+    draw_agreed: Option<bool>,
+    simultaneous: Option<Vec<serde_json::Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BoardColor {
+    board: BoardId,
+    color: Color,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClaim {
+    kind: ClaimKind,
+    board: BoardId,
+    by: Color,
+}
+
+impl TimedAction {
+    /// Reads one action object; `index` only numbers the error message.
+    pub fn from_json(value: &serde_json::Value, index: usize) -> Result<Self, ActionError> {
+        let shape = |problem: String| ActionError::Shape { index, problem };
+        let raw: RawAction =
+            serde_json::from_value(value.clone()).map_err(|e| shape(e.to_string()))?;
+        let mut found: Vec<Action> = Vec::new();
+        if let Some(notation) = raw.mv {
+            let board = raw
+                .board
+                .ok_or_else(|| shape("a `move` needs a `board`".into()))?;
+            found.push(Action::Move { board, notation });
+        } else if raw.board.is_some() {
+            return Err(shape("`board` given without a `move`".into()));
+        }
+        if let Some(board) = raw.press {
+            found.push(Action::Press { board });
+        }
+        if let Some(BoardColor { board, color }) = raw.flag {
+            found.push(Action::Flag { board, color });
+        }
+        if let Some(RawClaim { kind, board, by }) = raw.claim {
+            found.push(Action::Claim { kind, board, by });
+        }
+        if let Some(BoardColor { board, color }) = raw.resign {
+            found.push(Action::Resign { board, color });
+        }
+        match raw.draw_agreed {
+            Some(true) => found.push(Action::DrawAgreed),
+            Some(false) => return Err(shape("`draw_agreed` can only be true".into())),
+            None => {}
+        }
+        if let Some(items) = raw.simultaneous {
+            if items.len() < 2 {
+                return Err(shape("`simultaneous` needs at least two actions".into()));
+            }
+            let inner = items
+                .iter()
+                .map(|v| TimedAction::from_json(v, index).map(|t| t.action))
+                .collect::<Result<Vec<_>, _>>()?;
+            found.push(Action::Simultaneous(inner));
+        }
+        match found.len() {
+            1 => Ok(Self {
+                ts: raw.ts,
+                action: found.pop().expect("length checked"),
+            }),
+            0 => Err(shape(
+                "expected one of move, press, flag, claim, resign, draw_agreed, simultaneous".into(),
+            )),
+            _ => Err(shape("an action has exactly one kind".into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: serde_json::Value) -> Result<TimedAction, ActionError> {
+        TimedAction::from_json(&v, 0)
+    }
+
+    #[test]
+    fn every_documented_shape_parses() {
+        let cases = [
+            (
+                json!({"board": "A", "move": "e2e4", "ts": 5}),
+                Action::Move {
+                    board: BoardId::A,
+                    notation: "e2e4".into(),
+                },
+            ),
+            (json!({"press": "B"}), Action::Press { board: BoardId::B }),
+            (
+                json!({"flag": {"board": "A", "color": "white"}}),
+                Action::Flag {
+                    board: BoardId::A,
+                    color: Color::White,
+                },
+            ),
+            (
+                json!({"claim": {"kind": "illegal_move", "board": "A", "by": "black"}}),
+                Action::Claim {
+                    kind: ClaimKind::IllegalMove,
+                    board: BoardId::A,
+                    by: Color::Black,
+                },
+            ),
+            (
+                json!({"resign": {"board": "B", "color": "black"}}),
+                Action::Resign {
+                    board: BoardId::B,
+                    color: Color::Black,
+                },
+            ),
+            (json!({"draw_agreed": true}), Action::DrawAgreed),
+        ];
+        for (value, want) in cases {
+            assert_eq!(parse(value.clone()).unwrap().action, want, "{value}");
+        }
+        let both = parse(json!({"simultaneous": [
+            {"flag": {"board": "A", "color": "white"}},
+            {"flag": {"board": "B", "color": "white"}}
+        ]}))
+        .unwrap();
+        assert!(matches!(both.action, Action::Simultaneous(ref v) if v.len() == 2));
+    }
+
+    #[test]
+    fn malformed_actions_are_errors() {
+        for bad in [
+            json!({}),
+            json!({"move": "e2e4"}),
+            json!({"board": "C", "move": "e2e4"}),
+            json!({"press": "A", "draw_agreed": true}),
+            json!({"flag": {"board": "A"}}),
+            json!({"draw_agreed": false}),
+            json!({"teleport": true}),
+            json!({"simultaneous": [{"press": "A"}]}),
+            json!("e2e4"),
+        ] {
+            assert!(parse(bad.clone()).is_err(), "{bad} should be rejected");
+        }
+    }
+}

@@ -1,0 +1,726 @@
+//! The referee: applies what happens at a table, in real order, under one rule set, and says what it
+//! means as events.
+//!
+//! The referee never refuses to follow the table. A legal move is played; an illegal move that is
+//! physically possible is played too and reported, because an unclaimed illegal move stands (FIDE
+//! rapid A4c, text 004 §10); the rule set decides whether it is a loss, a warning, a take-back on
+//! claim, or (online) refused. Only input that cannot describe the table (a move from an empty square,
+//! an action after the end) is rejected, with a `status` event and no change.
+
+use crate::engine::{self, BoardId, Color, IllegalReason, Move, Table, Variant};
+
+use super::action::{Action, ClaimKind, TimedAction};
+use super::event::{Event, EventBody, IllegalConsequence, MatchResult, ResultReason};
+use super::ruleset::{
+    BackRankPawnDrop, ClaimWindow, Consequence, DrawRules, DropMate, PromotionRule, RuleSet,
+    StalemateRule,
+};
+
+/// An illegal move that a claim could still punish.
+#[derive(Debug, Clone)]
+struct PendingIllegal {
+    offender: Color,
+    uci: String,
+    /// What a valid claim does.
+    consequence: Consequence,
+    /// The table before the illegal move, for a take-back.
+    before: Table,
+    /// Set once the claimant has made a move on this board: the claim expires when that move is
+    /// completed (clock press), or at once when the table has no clock feed.
+    claimant_moved: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+struct BoardState {
+    pending: Option<PendingIllegal>,
+    /// Illegal moves made so far, per colour (White, Black).
+    illegal_moves: [u32; 2],
+    /// Whether any clock press was seen on this board (then moves complete at presses).
+    clock_feed: bool,
+    /// Position keys after each move, with whether that move gave check, for perpetual check.
+    history: Vec<(String, Color, bool)>,
+}
+
+/// A decisive outcome found while applying one action, before simultaneity is judged.
+#[derive(Debug, Clone, Copy)]
+struct Decision {
+    result: MatchResult,
+    reason: ResultReason,
+    board: BoardId,
+}
+
+/// One match at one table under one rule set.
+pub struct Referee {
+    rules: RuleSet,
+    variant: Variant,
+    table_id: String,
+    game: u32,
+    seq: u64,
+    ts: u64,
+    table: Table,
+    boards: [BoardState; 2],
+    over: bool,
+}
+
+/// Why a referee could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum RefereeError {
+    #[error("start position: {0}")]
+    Start(#[from] engine::FenError),
+}
+
+impl Referee {
+    /// A new match from the standard start (or `start`, a table FEN `<A> | <B>`).
+    pub fn new(
+        table_id: &str,
+        game: u32,
+        rules: RuleSet,
+        start: Option<&str>,
+    ) -> Result<Self, RefereeError> {
+        let table = match start {
+            Some(fen) => Table::from_fen(fen)?,
+            None => Table::default(),
+        };
+        Ok(Self {
+            variant: rules.variant(),
+            rules,
+            table_id: table_id.to_string(),
+            game,
+            seq: 0,
+            ts: 0,
+            table,
+            boards: Default::default(),
+            over: false,
+        })
+    }
+
+    pub fn rules(&self) -> &RuleSet {
+        &self.rules
+    }
+
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
+    pub fn is_over(&self) -> bool {
+        self.over
+    }
+
+    /// Applies one action and returns the events it causes, in order.
+    pub fn apply(&mut self, timed: TimedAction) -> Vec<Event> {
+        if let Some(ts) = timed.ts {
+            self.ts = self.ts.max(ts);
+        }
+        let mut events = Vec::new();
+        if self.over {
+            self.status(&mut events, "ignored", "the match is over; action ignored");
+            return events;
+        }
+        let decisions = match timed.action {
+            Action::Simultaneous(actions) => actions
+                .into_iter()
+                .flat_map(|a| self.apply_one(a, None, &mut events))
+                .collect::<Vec<_>>(),
+            action => self.apply_one(action, None, &mut events),
+        };
+        self.decide(decisions, &mut events);
+        events
+    }
+
+    /// Applies a move with the mover's remaining clock time (BPGN replays carry it).
+    pub fn apply_move_with_clock(
+        &mut self,
+        board: BoardId,
+        notation: &str,
+        ts: Option<u64>,
+        clock_ms: Option<u64>,
+    ) -> Vec<Event> {
+        if let Some(ts) = ts {
+            self.ts = self.ts.max(ts);
+        }
+        let mut events = Vec::new();
+        if self.over {
+            self.status(&mut events, "ignored", "the match is over; action ignored");
+            return events;
+        }
+        let action = Action::Move {
+            board,
+            notation: notation.to_string(),
+        };
+        let decisions = self.apply_one(action, clock_ms, &mut events);
+        self.decide(decisions, &mut events);
+        events
+    }
+
+    fn apply_one(
+        &mut self,
+        action: Action,
+        clock_ms: Option<u64>,
+        events: &mut Vec<Event>,
+    ) -> Vec<Decision> {
+        match action {
+            Action::Move { board, notation } => self.on_move(board, &notation, clock_ms, events),
+            Action::Press { board } => {
+                self.on_press(board, events);
+                Vec::new()
+            }
+            Action::Flag { board, color } => vec![Decision {
+                result: MatchResult::loss_for(board, color),
+                reason: ResultReason::Flag,
+                board,
+            }],
+            Action::Resign { board, color } => vec![Decision {
+                result: MatchResult::loss_for(board, color),
+                reason: ResultReason::Resignation,
+                board,
+            }],
+            Action::DrawAgreed => {
+                if self.rules.draws.agreement {
+                    vec![Decision {
+                        result: MatchResult::Draw,
+                        reason: ResultReason::Agreement,
+                        board: BoardId::A,
+                    }]
+                } else {
+                    self.status(events, "rejected", "this rule set has no draw by agreement");
+                    Vec::new()
+                }
+            }
+            Action::Claim { kind, board, by } => self.on_claim(kind, board, by, events),
+            Action::Simultaneous(inner) => inner
+                .into_iter()
+                .flat_map(|a| self.apply_one(a, None, events))
+                .collect(),
+        }
+    }
+
+    /// Turns the decisive outcomes of one moment into at most one result.
+    fn decide(&mut self, decisions: Vec<Decision>, events: &mut Vec<Event>) {
+        let Some(first) = decisions.first().copied() else {
+            return;
+        };
+        let wins_one = decisions
+            .iter()
+            .any(|d| d.result == MatchResult::WhiteATeamWins);
+        let wins_two = decisions
+            .iter()
+            .any(|d| d.result == MatchResult::BlackATeamWins);
+        let (result, reason) = if wins_one && wins_two {
+            let all = |r: ResultReason| decisions.iter().all(|d| d.reason == r);
+            let draws: DrawRules = self.rules.draws;
+            if all(ResultReason::Checkmate) && draws.simultaneous_mates {
+                (MatchResult::Draw, ResultReason::SimultaneousMates)
+            } else if all(ResultReason::Flag) && draws.both_flags {
+                (MatchResult::Draw, ResultReason::DoubleFlag)
+            } else if draws.simultaneous_claims {
+                (MatchResult::Draw, ResultReason::SimultaneousClaims)
+            } else {
+                (first.result, first.reason)
+            }
+        } else {
+            (first.result, first.reason)
+        };
+        let board = decisions
+            .iter()
+            .find(|d| d.result == result && d.reason == reason)
+            .map(|d| d.board);
+        let text = match (result, reason) {
+            (MatchResult::Draw, r) => format!("draw: {}", reason_text(r)),
+            (r, why) => format!(
+                "{} ({})",
+                match r {
+                    MatchResult::WhiteATeamWins => "WhiteA and BlackB win",
+                    _ => "BlackA and WhiteB win",
+                },
+                reason_text(why)
+            ),
+        };
+        self.over = true;
+        self.push(
+            events,
+            board,
+            EventBody::Result {
+                result,
+                reason,
+                text,
+            },
+        );
+    }
+
+    fn on_move(
+        &mut self,
+        board: BoardId,
+        notation: &str,
+        clock_ms: Option<u64>,
+        events: &mut Vec<Event>,
+    ) -> Vec<Decision> {
+        let mover = self.table.board(board).turn();
+        let mv = match self.read_move(board, notation) {
+            Ok(mv) => mv,
+            Err(problem) => {
+                self.status(
+                    events,
+                    "rejected",
+                    &format!("board {board}: cannot read move `{notation}`: {problem}"),
+                );
+                return Vec::new();
+            }
+        };
+        self.note_opponent_moved(board, mover);
+        let verdict = self.table.classify(board, &mv, &self.variant);
+        match verdict {
+            Ok(()) => self.play_legal(board, mv, clock_ms, events),
+            Err(reason) => self.play_illegal(board, mv, reason, clock_ms, events),
+        }
+    }
+
+    /// Reads UCI first (the tracker's language), then SAN (the scoresheet's). A UCI promotion with
+    /// no piece named promotes to a queen (000 §2(1)c).
+    fn read_move(&self, board: BoardId, notation: &str) -> Result<Move, String> {
+        let position = self.table.board(board);
+        if let Ok(mv) = Move::from_uci(notation) {
+            return Ok(self.default_promotion(board, mv));
+        }
+        position
+            .parse_san(notation, &self.variant)
+            .map_err(|e| e.to_string())
+    }
+
+    fn default_promotion(&self, board: BoardId, mv: Move) -> Move {
+        if let Move::Normal {
+            role: engine::Role::Pawn,
+            from,
+            to,
+            capture,
+            promotion: None,
+        } = mv
+        {
+            let last = match self.table.board(board).turn() {
+                Color::White => 7,
+                Color::Black => 0,
+            };
+            if to.rank() == last && self.rules.promotion == PromotionRule::Choose {
+                return Move::Normal {
+                    role: engine::Role::Pawn,
+                    from,
+                    to,
+                    capture,
+                    promotion: Some(engine::Role::Queen),
+                };
+            }
+        }
+        mv
+    }
+
+    fn play_legal(
+        &mut self,
+        board: BoardId,
+        mv: Move,
+        clock_ms: Option<u64>,
+        events: &mut Vec<Event>,
+    ) -> Vec<Decision> {
+        let mover = self.table.board(board).turn();
+        let number = self.table.board(board).fullmove_number();
+        let san = self.table.board(board).san(&mv, &self.variant);
+        let uci = mv.to_uci();
+        let removed = self.table.play(board, &mv, &self.variant);
+        self.push(
+            events,
+            Some(board),
+            EventBody::Move {
+                color: mover,
+                number,
+                uci,
+                san,
+                fen: self.table.board(board).to_fen(),
+                clock_ms,
+                legal: true,
+            },
+        );
+        if let Some(removed) = removed {
+            // 002 7.5: a pawn that reached the last rank counts as captured.
+            self.push(
+                events,
+                Some(board),
+                EventBody::PieceRemoved {
+                    square: removed.square.to_string(),
+                    piece: removed.piece.to_fen_char().to_string(),
+                    to_board: removed.to_board,
+                    to_color: removed.to_color,
+                    reason: "pawn_reached_last_rank".into(),
+                },
+            );
+        }
+        self.after_move(board, mover)
+    }
+
+    fn play_illegal(
+        &mut self,
+        board: BoardId,
+        mv: Move,
+        reason: IllegalReason,
+        clock_ms: Option<u64>,
+        events: &mut Vec<Event>,
+    ) -> Vec<Decision> {
+        let mover = self.table.board(board).turn();
+        let uci = mv.to_uci();
+        let code = reason.code().to_string();
+        let text = reason.to_string();
+        let illegal = |consequence: IllegalConsequence, applied: bool| EventBody::IllegalMove {
+            color: mover,
+            uci: uci.clone(),
+            reason: code.clone(),
+            text: text.clone(),
+            consequence,
+            applied,
+        };
+
+        // A forbidden drop-mate has its own procedure in the texts that forbid it.
+        if reason == IllegalReason::DropMate {
+            match self.rules.drop_mate {
+                DropMate::TakenBack | DropMate::Allowed => {
+                    // 002 7.3: the piece is taken back and the player moves again.
+                    self.push(events, Some(board), illegal(IllegalConsequence::TakenBack, false));
+                    return Vec::new();
+                }
+                DropMate::RemovedAsCaptured => {
+                    // 000/001 §2(1)d: the piece is removed and counts as captured by the mated
+                    // side; the removal is not a move.
+                    let Move::Drop { to, .. } = mv else {
+                        unreachable!("only drops are drop-mates")
+                    };
+                    let before = self.table.clone();
+                    if let Err(e) = self.table.play_physical(board, &mv, &self.variant) {
+                        self.table = before;
+                        self.status(events, "rejected", &format!("board {board}: {e}"));
+                        return Vec::new();
+                    }
+                    self.push(events, Some(board), illegal(IllegalConsequence::PieceRemoved, true));
+                    match self.table.remove_piece(board, to, &self.variant) {
+                        Some(removed) => self.push(
+                            events,
+                            Some(board),
+                            EventBody::PieceRemoved {
+                                square: to.to_string(),
+                                piece: removed.piece.to_fen_char().to_string(),
+                                to_board: removed.to_board,
+                                to_color: removed.to_color,
+                                reason: "drop_mate".into(),
+                            },
+                        ),
+                        None => self.status(events, "error", "drop-mate piece vanished"),
+                    }
+                    return self.after_move(board, mover);
+                }
+            }
+        }
+
+        // 000 §2(1)b: a pawn dropped on a back rank "falls through".
+        if reason == IllegalReason::PawnDropOnBackRank
+            && self.rules.back_rank_pawn_drop == BackRankPawnDrop::FallsThrough
+        {
+            self.push(events, Some(board), illegal(IllegalConsequence::TakenBack, false));
+            return Vec::new();
+        }
+
+        let count = self.boards[board.index()].illegal_moves[mover.index()] + 1;
+        let policy = self.rules.illegal_move;
+        let consequence = if count == 1 {
+            policy.first
+        } else {
+            policy.repeated
+        };
+        if consequence == Consequence::Rejected {
+            self.push(events, Some(board), illegal(IllegalConsequence::Rejected, false));
+            return Vec::new();
+        }
+
+        let before = self.table.clone();
+        if let Err(e) = self.table.play_physical(board, &mv, &self.variant) {
+            self.table = before;
+            self.status(
+                events,
+                "rejected",
+                &format!("board {board}: move `{uci}` is not possible on the board: {e}"),
+            );
+            return Vec::new();
+        }
+        self.boards[board.index()].illegal_moves[mover.index()] = count;
+
+        let claimable = policy.needs_claim
+            && matches!(consequence, Consequence::TakeBack | Consequence::Loss);
+        let shown = if claimable {
+            IllegalConsequence::Claimable
+        } else {
+            consequence.into()
+        };
+        self.push(events, Some(board), illegal(shown, true));
+        // The board changed: consumers that follow positions (feed, tracker) see it as a move.
+        self.push(
+            events,
+            Some(board),
+            EventBody::Move {
+                color: mover,
+                number: before.board(board).fullmove_number(),
+                uci: uci.clone(),
+                san: uci.clone(),
+                fen: self.table.board(board).to_fen(),
+                clock_ms,
+                legal: false,
+            },
+        );
+        if claimable {
+            self.boards[board.index()].pending = Some(PendingIllegal {
+                offender: mover,
+                uci: uci.clone(),
+                consequence,
+                before,
+                claimant_moved: false,
+            });
+        } else if consequence == Consequence::Loss {
+            return vec![Decision {
+                result: MatchResult::loss_for(board, mover),
+                reason: ResultReason::IllegalMove,
+                board,
+            }];
+        } else if consequence == Consequence::TakeBack {
+            self.take_back(board, before, mover, &uci, "illegal_move", events);
+            return Vec::new();
+        }
+        self.after_move(board, mover)
+    }
+
+    /// Checks for mate and double stalemate after a move on `board` by `mover`.
+    fn after_move(&mut self, board: BoardId, mover: Color) -> Vec<Decision> {
+        let position = self.table.board(board);
+        let gave_check = position.is_check();
+        let key = position.position_key();
+        self.boards[board.index()]
+            .history
+            .push((key, mover, gave_check));
+        let mut decisions = Vec::new();
+        if position.is_checkmate(&self.variant) {
+            decisions.push(Decision {
+                result: MatchResult::loss_for(board, mover.other()),
+                reason: ResultReason::Checkmate,
+                board,
+            });
+        } else if self.rules.stalemate == StalemateRule::DrawIfBothBoards
+            && [BoardId::A, BoardId::B]
+                .iter()
+                .all(|&b| self.table.board(b).is_stalemate(&self.variant))
+        {
+            decisions.push(Decision {
+                result: MatchResult::Draw,
+                reason: ResultReason::BothStalemated,
+                board,
+            });
+        }
+        decisions
+    }
+
+    /// A move by the claimant of a pending illegal move closes the claim window when the move is
+    /// complete: at his clock press if the table has a clock feed, else at once.
+    fn note_opponent_moved(&mut self, board: BoardId, mover: Color) {
+        if self.rules.illegal_move.claim_window != ClaimWindow::UntilOpponentCompletesMove {
+            return;
+        }
+        let state = &mut self.boards[board.index()];
+        if let Some(pending) = &mut state.pending {
+            if pending.offender != mover {
+                if state.clock_feed {
+                    pending.claimant_moved = true;
+                } else {
+                    state.pending = None;
+                }
+            }
+        }
+    }
+
+    fn on_press(&mut self, board: BoardId, events: &mut Vec<Event>) {
+        let state = &mut self.boards[board.index()];
+        state.clock_feed = true;
+        // The player who just moved presses; the side to move is now his opponent.
+        let presser = self.table.board(board).turn().other();
+        if state
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.offender != presser && p.claimant_moved)
+        {
+            state.pending = None;
+        }
+        self.push(
+            events,
+            Some(board),
+            EventBody::Clock {
+                color: presser,
+                remaining_ms: None,
+            },
+        );
+    }
+
+    fn on_claim(
+        &mut self,
+        kind: ClaimKind,
+        board: BoardId,
+        by: Color,
+        events: &mut Vec<Event>,
+    ) -> Vec<Decision> {
+        let reject = |this: &mut Self, events: &mut Vec<Event>, reason: &str| {
+            this.push(
+                events,
+                Some(board),
+                EventBody::ClaimRejected {
+                    by,
+                    kind: serde_json::to_value(kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default(),
+                    reason: reason.to_string(),
+                },
+            );
+        };
+        match kind {
+            ClaimKind::Flag => vec![Decision {
+                result: MatchResult::loss_for(board, by.other()),
+                reason: ResultReason::Flag,
+                board,
+            }],
+            ClaimKind::IllegalMove => {
+                let state = &mut self.boards[board.index()];
+                let Some(pending) = state.pending.take() else {
+                    reject(self, events, "no illegal move of the opponent can be claimed now");
+                    return Vec::new();
+                };
+                if pending.offender == by {
+                    state.pending = Some(pending);
+                    reject(self, events, "a player cannot claim his own illegal move");
+                    return Vec::new();
+                }
+                match pending.consequence {
+                    Consequence::Loss => vec![Decision {
+                        result: MatchResult::loss_for(board, pending.offender),
+                        reason: ResultReason::IllegalMove,
+                        board,
+                    }],
+                    _ => {
+                        self.take_back(
+                            board,
+                            pending.before,
+                            pending.offender,
+                            &pending.uci,
+                            "claimed_illegal_move",
+                            events,
+                        );
+                        Vec::new()
+                    }
+                }
+            }
+            ClaimKind::PerpetualCheck => {
+                if !self.rules.draws.perpetual_check {
+                    reject(self, events, "this rule set has no draw by perpetual check");
+                    return Vec::new();
+                }
+                if self.is_perpetual(board, by.other()) {
+                    vec![Decision {
+                        result: MatchResult::Draw,
+                        reason: ResultReason::PerpetualCheck,
+                        board,
+                    }]
+                } else {
+                    reject(
+                        self,
+                        events,
+                        "the position has not repeated three times under continuous check",
+                    );
+                    Vec::new()
+                }
+            }
+        }
+    }
+
+    /// The current position of `board` occurred three times, and every move of `checker` since its
+    /// first occurrence gave check.
+    fn is_perpetual(&self, board: BoardId, checker: Color) -> bool {
+        let history = &self.boards[board.index()].history;
+        let Some((current, _, _)) = history.last() else {
+            return false;
+        };
+        let occurrences: Vec<usize> = history
+            .iter()
+            .enumerate()
+            .filter(|(_, (key, _, _))| key == current)
+            .map(|(i, _)| i)
+            .collect();
+        if occurrences.len() < 3 {
+            return false;
+        }
+        history[occurrences[0]..]
+            .iter()
+            .filter(|(_, mover, _)| *mover == checker)
+            .all(|(_, _, check)| *check)
+    }
+
+    /// Restores `board` to before an illegal move (FIDE 7.5.1): the same player moves again. The other
+    /// board keeps everything that happened there; a piece the illegal move sent to the partner's
+    /// pocket comes back if it is still there.
+    fn take_back(
+        &mut self,
+        board: BoardId,
+        before: Table,
+        offender: Color,
+        uci: &str,
+        reason: &str,
+        events: &mut Vec<Event>,
+    ) {
+        self.table.restore_board(board, &before);
+        self.boards[board.index()].pending = None;
+        self.push(
+            events,
+            Some(board),
+            EventBody::MoveRetracted {
+                color: offender,
+                uci: uci.to_string(),
+                reason: reason.to_string(),
+                fen: self.table.board(board).to_fen(),
+            },
+        );
+    }
+
+    fn status(&mut self, events: &mut Vec<Event>, state: &str, detail: &str) {
+        self.push(
+            events,
+            None,
+            EventBody::Status {
+                state: state.to_string(),
+                detail: detail.to_string(),
+            },
+        );
+    }
+
+    fn push(&mut self, events: &mut Vec<Event>, board: Option<BoardId>, body: EventBody) {
+        self.seq += 1;
+        events.push(Event {
+            id: format!("{}/{}/{}", self.table_id, self.game, self.seq),
+            table: self.table_id.clone(),
+            ts: self.ts,
+            board,
+            body,
+        });
+    }
+}
+
+fn reason_text(reason: ResultReason) -> &'static str {
+    match reason {
+        ResultReason::Checkmate => "checkmate",
+        ResultReason::Flag => "time exceeded",
+        ResultReason::DoubleFlag => "both teams exceeded the time",
+        ResultReason::IllegalMove => "illegal move",
+        ResultReason::Resignation => "resignation",
+        ResultReason::SimultaneousMates => "simultaneous mates",
+        ResultReason::SimultaneousClaims => "simultaneous claims",
+        ResultReason::BothStalemated => "both players to move are stalemated",
+        ResultReason::PerpetualCheck => "perpetual check",
+        ResultReason::Agreement => "agreement",
+    }
+}
