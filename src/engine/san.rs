@@ -1,0 +1,4 @@
+//! SAN placeholder.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid SAN")]
+pub struct SanError;
