@@ -87,10 +87,8 @@ fn legal_moves_and_perft_match_fairy_stockfish() {
         &failures[..failures.len().min(10)]
     );
     assert_eq!((p1, p2), (7102, 7102));
-    // The recorded perft 2 implies captures do not refill this board's pockets: with crazyhouse
-    // routing many positions (every one with a capture at ply 1) give a different count.
-    assert!(
-        own_pocket_differs > 1000,
-        "only {own_pocket_differs} positions differ under OwnPocket"
-    );
+    // What the numbers imply: a capture at ply 1 would go to the mover's own pocket, which is
+    // only used from ply 3 on, so perft 2 cannot tell the routings apart; the recorded counts
+    // equal ours under both, i.e. FSF's perft 2 says nothing about pockets beyond ply 1.
+    assert_eq!(own_pocket_differs, 0);
 }
