@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod engine;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
 #[derive(Debug, Parser)]
@@ -18,11 +19,17 @@ enum Command {
     Demo(demo::Args),
     /// Check that the native runtime pieces are in place (ONNX Runtime) and say where they are.
     Doctor,
+    /// Count the leaf nodes of the legal move tree of one board (last token: the count).
+    Perft(engine::PerftArgs),
+    /// List the legal moves of one board in UCI, sorted, one per line.
+    Moves(engine::MovesArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Doctor => demo::doctor(),
+        Command::Perft(args) => engine::perft(args),
+        Command::Moves(args) => engine::moves(args),
     }
 }
