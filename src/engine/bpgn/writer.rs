@@ -51,7 +51,12 @@ pub fn write_bpgn(game: &BpgnGame) -> String {
     }
     if let Some(result) = game.result {
         if let Some(comment) = &game.result_comment {
-            text.comment(comment);
+            if parse_clock_millis(comment).is_some() && !comment.contains('\n') {
+                // In braces it could be read as the last move's clock.
+                text.line_comment(comment);
+            } else {
+                text.comment(comment);
+            }
         }
         text.unit(result.as_str());
     }
