@@ -7,5 +7,6 @@
 //! with `capture` and `sim` producing frames and `runtime` locating native libraries.
 
 pub mod engine;
+pub mod rules;
 pub mod runtime;
 pub mod vision;

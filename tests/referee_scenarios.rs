@@ -191,21 +191,18 @@ const SMOTHER: &str = "6rk/6pp/8/8/8/8/8/4K3[N] w - - 0 1";
 
 #[test]
 fn drop_mate_is_removed_and_counts_as_captured_under_000_and_001() {
-    for (rules, cite) in [
-        ("tandem-2024", "000 §2(1)d"),
-        ("turnier", "001 §2(1)d"),
-    ] {
+    for (rules, cite) in [("tandem-2024", "000 §2(1)d"), ("turnier", "001 §2(1)d")] {
         check(&Scenario {
             cite,
             rules,
             start: Some(SMOTHER),
-            actions: json!([{"board": "A", "move": "N@f7"}, {"board": "A", "move": "h8h7"}]),
+            actions: json!([{"board": "A", "move": "N@f7"}, {"board": "A", "move": "g8f8"}]),
             expect: json!([
                 {"type": "illegal_move", "reason": "drop_mate", "consequence": "piece_removed"},
                 // Captured by the mated Black on A: goes to his partner, White on B.
                 {"type": "piece_removed", "square": "f7", "piece": "N", "to_board": "B", "to_color": "white"},
                 // The removal is not a move: Black is to move.
-                {"type": "move", "uci": "h8h7", "color": "black"}
+                {"type": "move", "uci": "g8f8", "color": "black"}
             ]),
             absent: &["result"],
         });
@@ -285,7 +282,10 @@ fn a_check_only_a_drop_could_block_is_mate_under_fide_rules() {
         ("tandem-2024", "000 §7(6) FIDE"),
         ("turnier", "001 §7(5) FIDE"),
         ("dsb", "002 8.1 FIDE"),
-        ("verein", "004 §3a: mate avertable only with a piece not in hand"),
+        (
+            "verein",
+            "004 §3a: mate avertable only with a piece not in hand",
+        ),
     ] {
         check(&Scenario {
             cite,
@@ -363,17 +363,17 @@ fn a_captured_promoted_piece_goes_over_as_a_pawn() {
             cite,
             rules,
             // Black's pawn d6 takes White's promoted knight on e5; the piece goes to White on B.
-            start: Some(
-                "k7/8/3p4/4N~3/8/8/8/K7[] b - - 0 1 | 4k3/8/8/8/8/8/8/4K3[] w - - 0 1",
-            ),
+            start: Some("k7/8/3p4/4N~3/8/8/8/K7[] b - - 0 1 | 4k3/8/8/8/8/8/8/4K3[] w - - 0 1"),
             actions: json!([
                 {"board": "A", "move": "d6e5"},
-                {"board": "B", "move": "N@e4"},
-                {"board": "B", "move": "P@e4"}
+                {"board": "B", "move": "P@e4"},
+                {"board": "B", "move": "e8d8"},
+                {"board": "B", "move": "N@d4"}
             ]),
             expect: json!([
                 {"type": "move", "board": "A", "uci": "d6e5"},
-                {"type": "move", "board": "B", "uci": "P@e4", "legal": true}
+                {"type": "move", "board": "B", "uci": "P@e4", "legal": true},
+                {"type": "illegal_move", "board": "B", "uci": "N@d4", "reason": "drop_from_empty_pocket"}
             ]),
             absent: &["result"],
         });
@@ -386,9 +386,10 @@ fn a_pawn_reaching_the_last_rank_counts_as_captured_under_dsb() {
         cite: "002 7.5",
         rules: "dsb",
         start: Some(PROMOTE),
+        // Whatever piece the player puts down, the pawn counts as captured.
         actions: json!([{"board": "A", "move": "e7e8q"}]),
         expect: json!([
-            {"type": "move", "uci": "e7e8q"},
+            {"type": "move", "uci": "e7e8", "legal": true},
             // Treated as captured by Black on A: it goes to Black's partner, White on B.
             {"type": "piece_removed", "square": "e8", "piece": "P", "to_board": "B", "to_color": "white"}
         ]),
@@ -554,9 +555,9 @@ fn a_claimed_illegal_move_loses_under_001_002_004() {
         );
         // The claim comes too late for e1d1 (Black has moved since), but in time for e2d1.
         assert!(
-            events
-                .iter()
-                .any(|e| e["type"] == "result" && e["result"] == "0-1" && e["reason"] == "illegal_move"),
+            events.iter().any(|e| e["type"] == "result"
+                && e["result"] == "0-1"
+                && e["reason"] == "illegal_move"),
             "{cite}: {events:?}"
         );
     }
@@ -614,8 +615,7 @@ fn illegal_moves_are_refused_online() {
 // ---- stalemate ----------------------------------------------------------------------------
 
 /// Black (Ka8) is stalemated by Qc7 + Kb6 on B; on A White's Kb5-b6 stalemates Black the same way.
-const BOTH_STALEMATE: &str =
-    "k7/2Q5/8/1K6/8/8/8/8[] w - - 0 1 | k7/2Q5/1K6/8/8/8/8/8[] b - - 0 1";
+const BOTH_STALEMATE: &str = "k7/2Q5/8/1K6/8/8/8/8[] w - - 0 1 | k7/2Q5/1K6/8/8/8/8/8[] b - - 0 1";
 
 #[test]
 fn both_boards_stalemated_is_a_draw_under_000_and_001() {

@@ -1,5 +1,11 @@
-//! All 65 recorded FICS games replay under the `fics` rule set with every move legal and every clock
+//! The recorded FICS games replay under the `fics` rule set with every move legal and every clock
 //! time read (issue 3).
+//!
+//! One record is defective: game #23 of `fics-64.bpgn` lost its opening moves in the source data set
+//! (its first move is `1A. Qe7+`, impossible from the initial position, and the Fairy-Stockfish
+//! position suite skips it too). The referee must say so instead of inventing a game.
+
+const TRUNCATED_GAME: usize = 23;
 
 use std::path::Path;
 
@@ -7,7 +13,9 @@ use tandem_monitor::engine::bpgn::parse_bpgn;
 use tandem_monitor::rules::{EventBody, RuleSet, replay_game};
 
 fn games(name: &str) -> Vec<tandem_monitor::engine::bpgn::BpgnGame> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/games").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/games")
+        .join(name);
     parse_bpgn(&std::fs::read(&path).unwrap()).unwrap()
 }
 
@@ -20,10 +28,24 @@ fn every_fics_game_replays_legally_with_clock_times() {
     let mut total_moves = 0;
     for (i, game) in all.iter().enumerate() {
         let events = replay_game("t1", i as u32 + 1, &rules, game).unwrap();
+        if i == TRUNCATED_GAME {
+            let first = &events[0];
+            assert!(
+                matches!(&first.body, EventBody::Status { state, detail }
+                    if state == "rejected" && detail.contains("Qe7+")),
+                "{first:?}"
+            );
+            continue;
+        }
         let moves: Vec<_> = events
             .iter()
             .filter_map(|e| match &e.body {
-                EventBody::Move { legal, clock_ms, san, .. } => Some((*legal, *clock_ms, san.clone())),
+                EventBody::Move {
+                    legal,
+                    clock_ms,
+                    san,
+                    ..
+                } => Some((*legal, *clock_ms, san.clone())),
                 _ => None,
             })
             .collect();
@@ -55,6 +77,7 @@ fn every_fics_game_replays_legally_with_clock_times() {
         total_moves += moves.len();
     }
     assert!(total_moves > 5000, "{total_moves}");
+    assert_eq!(all[TRUNCATED_GAME].moves[0].san, "Qe7+");
 }
 
 #[test]
@@ -65,7 +88,13 @@ fn a_game_ending_in_mate_gives_a_checkmate_result() {
     let events = replay_game("t1", 1, &rules, game).unwrap();
     let last = events.last().unwrap();
     assert!(
-        matches!(last.body, EventBody::Result { reason: tandem_monitor::rules::ResultReason::Checkmate, .. }),
+        matches!(
+            last.body,
+            EventBody::Result {
+                reason: tandem_monitor::rules::ResultReason::Checkmate,
+                ..
+            }
+        ),
         "{last:?}"
     );
 }

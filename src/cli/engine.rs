@@ -4,16 +4,17 @@ use std::io::Write;
 
 use anyhow::{Context, bail};
 use tandem_monitor::engine::{CaptureRouting, Position, Variant, perft_with};
+use tandem_monitor::rules::RuleSet;
 
-/// Rule set names this command knows for now (the rules module's presets replace this mapping).
+/// The engine's view of `--rules`: a rule-set preset or TOML file, or `crazyhouse` for the public
+/// crazyhouse perft suites (captures go to the capturer's own pocket). Under a bughouse rule set a
+/// single board is counted as Fairy-Stockfish's `bughouse` perft does: captures leave the board.
 fn variant_for(rules: &str) -> anyhow::Result<(Variant, CaptureRouting)> {
-    match rules {
-        // Single-board view of bughouse: captures go to the other board (as Fairy-Stockfish's
-        // `bughouse` perft counts).
-        "fics" => Ok((Variant::fics(), CaptureRouting::Discard)),
-        "crazyhouse" => Ok((Variant::crazyhouse(), CaptureRouting::OwnPocket)),
-        other => bail!("unknown rule set {other:?} (known: fics, crazyhouse)"),
+    if rules == "crazyhouse" {
+        return Ok((Variant::crazyhouse(), CaptureRouting::OwnPocket));
     }
+    let set = RuleSet::load(rules)?;
+    Ok((set.variant(), CaptureRouting::Discard))
 }
 
 fn position(fen: &str) -> anyhow::Result<Position> {
@@ -29,7 +30,8 @@ pub struct PerftArgs {
     fen: String,
     /// Depth in plies.
     depth: u32,
-    /// Rule set: fics (default; captures leave the board) or crazyhouse (captures to own pocket).
+    /// Rule set: a preset (fics, the default; tandem-2024, turnier, dsb, verein), a TOML file, or
+    /// crazyhouse (captures go to the capturer's own pocket).
     #[arg(long, default_value = "fics")]
     rules: String,
 }
@@ -50,7 +52,7 @@ pub fn perft(args: PerftArgs) -> anyhow::Result<()> {
 pub struct MovesArgs {
     /// Position as FEN with pocket.
     fen: String,
-    /// Rule set: fics (default) or crazyhouse.
+    /// Rule set: a preset name (default fics), a TOML file, or crazyhouse.
     #[arg(long, default_value = "fics")]
     rules: String,
 }

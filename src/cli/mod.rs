@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 mod demo;
 mod engine;
+mod referee;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
 #[derive(Debug, Parser)]
@@ -23,6 +24,10 @@ enum Command {
     Perft(engine::PerftArgs),
     /// List the legal moves of one board in UCI, sorted, one per line.
     Moves(engine::MovesArgs),
+    /// Referee a scripted match (JSON actions, see docs/referee.md) and print its events.
+    Referee(referee::RefereeArgs),
+    /// Replay every game of a BPGN file through the referee and print the events.
+    Replay(referee::ReplayArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -31,5 +36,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Doctor => demo::doctor(),
         Command::Perft(args) => engine::perft(args),
         Command::Moves(args) => engine::moves(args),
+        Command::Referee(args) => referee::referee(args),
+        Command::Replay(args) => referee::replay(args),
     }
 }

@@ -71,8 +71,8 @@ pub fn referee(args: RefereeArgs) -> anyhow::Result<()> {
 }
 
 pub fn replay(args: ReplayArgs) -> anyhow::Result<()> {
-    let bytes =
-        std::fs::read(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+    let bytes = std::fs::read(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
     let rules = RuleSet::load(&args.rules)?;
     let games = bpgn::parse_bpgn(&bytes).with_context(|| format!("{}", args.file.display()))?;
     if games.is_empty() {
@@ -99,7 +99,10 @@ fn print_event(out: &mut impl Write, event: &Event, json: bool) -> anyhow::Resul
     let line = match &event.body {
         EventBody::Move {
             number, san, color, ..
-        } => format!("{board} {number}{} {san}", if color.index() == 0 { "." } else { "..." }),
+        } => format!(
+            "{board} {number}{} {san}",
+            if color.index() == 0 { "." } else { "..." }
+        ),
         EventBody::IllegalMove {
             uci,
             text,

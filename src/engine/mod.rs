@@ -7,11 +7,13 @@
 //! * [`Table`] is the two-board match: captures go to the partner, the steal promotion of text
 //!   004 §6, drops of pieces that were never handed over, and material accounting.
 //! * [`Variant`] holds the rule options the engine needs; `Default` is FICS bughouse.
-//! * Notation: FEN with pockets (`fen`), UCI ([`UciMove`]) and SAN (`san`).
+//! * Notation: FEN with pockets (`fen`), UCI ([`UciMove`]) and SAN (`san`); game records as BPGN
+//!   ([`bpgn`], syntax only: SAN is resolved against a [`Table`] by the caller).
 //!
 //! Capture routing is the caller's choice: [`PlayOutcome`] says what left the board.
 
 mod attacks;
+pub mod bpgn;
 mod fen;
 mod moves;
 mod position;

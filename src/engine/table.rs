@@ -271,6 +271,40 @@ impl Table {
         }
     }
 
+    /// Takes back an illegal move `mv` on `board` that produced `out` (FIDE 7.5.1: the position
+    /// before it is restored and the same player moves again). `before` is that board as it was.
+    /// What happened on the other board since stays; this board keeps its current pockets, plus a
+    /// dropped piece back in the mover's hand. A piece the move sent to the other board comes
+    /// back from that pocket if it is still there; if the partner has dropped it meanwhile, the
+    /// restored piece is recorded as borrowed so that material stays accounted for.
+    pub fn take_back(&mut self, board: BoardId, before: &Position, mv: Move, out: &PlayOutcome) {
+        let (bi, oi) = (board.index(), board.other().index());
+        let mover = before.turn();
+        let mut restored = before.clone();
+        for c in Color::ALL {
+            *restored.pocket_mut(c) = *self.boards[bi].pocket(c);
+        }
+        if let Move::Drop { role, .. } = mv {
+            restored.pocket_mut(mover).add(role);
+        }
+        for piece in [out.captured, out.removed].into_iter().flatten() {
+            if !self.boards[oi].pocket_mut(piece.color).remove(piece.role) {
+                self.borrowed[piece.color.index()][piece.role.index()] += 1;
+            }
+        }
+        if let Move::Steal { to, steal, .. } = mv
+            && let Some(piece) = self.boards[bi].piece_at(to)
+        {
+            // The stolen piece goes back where it stood; if that square is taken by now, to its
+            // owner's pocket on that board.
+            let promoted = self.boards[bi].promoted().contains(to);
+            if self.boards[oi].put_piece(steal, piece, promoted).is_err() {
+                self.boards[oi].pocket_mut(piece.color).add(piece.role);
+            }
+        }
+        self.boards[bi] = restored;
+    }
+
     /// Checkmate on `board` (steal promotions count as defences under `Promotion::Steal`).
     pub fn is_checkmate(&self, board: BoardId, v: &Variant) -> bool {
         let pos = self.board(board);

@@ -136,7 +136,8 @@ impl TimedAction {
                 action: found.pop().expect("length checked"),
             }),
             0 => Err(shape(
-                "expected one of move, press, flag, claim, resign, draw_agreed, simultaneous".into(),
+                "expected one of move, press, flag, claim, resign, draw_agreed, simultaneous"
+                    .into(),
             )),
             _ => Err(shape("an action has exactly one kind".into())),
         }

@@ -7,13 +7,17 @@
 //! claim, or (online) refused. Only input that cannot describe the table (a move from an empty square,
 //! an action after the end) is rejected, with a `status` event and no change.
 
-use crate::engine::{self, BoardId, Color, IllegalReason, Move, Table, Variant};
+use std::str::FromStr;
+
+use crate::engine::{
+    BoardId, Color, IllegalReason, Move, PlayOutcome, Position, Promotion, Role, Table,
+    TableFenError, UciMove, Variant,
+};
 
 use super::action::{Action, ClaimKind, TimedAction};
 use super::event::{Event, EventBody, IllegalConsequence, MatchResult, ResultReason};
 use super::ruleset::{
-    BackRankPawnDrop, ClaimWindow, Consequence, DrawRules, DropMate, PromotionRule, RuleSet,
-    StalemateRule,
+    BackRankPawnDrop, ClaimWindow, Consequence, DrawRules, DropMate, RuleSet, StalemateRule,
 };
 
 /// An illegal move that a claim could still punish.
@@ -23,8 +27,10 @@ struct PendingIllegal {
     uci: String,
     /// What a valid claim does.
     consequence: Consequence,
-    /// The table before the illegal move, for a take-back.
-    before: Table,
+    /// The board before the illegal move, the move and what it sent away, for a take-back.
+    before: Position,
+    mv: Move,
+    outcome: PlayOutcome,
     /// Set once the claimant has made a move on this board: the claim expires when that move is
     /// completed (clock press), or at once when the table has no clock feed.
     claimant_moved: bool,
@@ -66,7 +72,7 @@ pub struct Referee {
 #[derive(Debug, thiserror::Error)]
 pub enum RefereeError {
     #[error("start position: {0}")]
-    Start(#[from] engine::FenError),
+    Start(#[from] TableFenError),
 }
 
 impl Referee {
@@ -79,7 +85,7 @@ impl Referee {
     ) -> Result<Self, RefereeError> {
         let table = match start {
             Some(fen) => Table::from_fen(fen)?,
-            None => Table::default(),
+            None => Table::new(),
         };
         Ok(Self {
             variant: rules.variant(),
@@ -267,7 +273,7 @@ impl Referee {
             }
         };
         self.note_opponent_moved(board, mover);
-        let verdict = self.table.classify(board, &mv, &self.variant);
+        let verdict = self.table.classify(board, mv, &self.variant);
         match verdict {
             Ok(()) => self.play_legal(board, mv, clock_ms, events),
             Err(reason) => self.play_illegal(board, mv, reason, clock_ms, events),
@@ -275,20 +281,24 @@ impl Referee {
     }
 
     /// Reads UCI first (the tracker's language), then SAN (the scoresheet's). A UCI promotion with
-    /// no piece named promotes to a queen (000 §2(1)c).
+    /// no piece named promotes to a queen (000 §2(1)c); under 002 7.5 a named piece is ignored,
+    /// since the pawn counts as captured whatever was put down.
     fn read_move(&self, board: BoardId, notation: &str) -> Result<Move, String> {
-        let position = self.table.board(board);
-        if let Ok(mv) = Move::from_uci(notation) {
+        if let Ok(uci) = UciMove::from_str(notation) {
+            let mv = self
+                .table
+                .uci_to_move(board, uci)
+                .map_err(|e| e.to_string())?;
             return Ok(self.default_promotion(board, mv));
         }
-        position
-            .parse_san(notation, &self.variant)
+        self.table
+            .parse_san(board, notation, &self.variant)
             .map_err(|e| e.to_string())
     }
 
     fn default_promotion(&self, board: BoardId, mv: Move) -> Move {
         if let Move::Normal {
-            role: engine::Role::Pawn,
+            role: Role::Pawn,
             from,
             to,
             capture,
@@ -299,15 +309,32 @@ impl Referee {
                 Color::White => 7,
                 Color::Black => 0,
             };
-            if to.rank() == last && self.rules.promotion == PromotionRule::Choose {
+            if to.rank() == last && self.rules.promotion == Promotion::Choose {
                 return Move::Normal {
-                    role: engine::Role::Pawn,
+                    role: Role::Pawn,
                     from,
                     to,
                     capture,
-                    promotion: Some(engine::Role::Queen),
+                    promotion: Some(Role::Queen),
                 };
             }
+        }
+        if let Move::Normal {
+            role: Role::Pawn,
+            from,
+            to,
+            capture,
+            promotion: Some(_),
+        } = mv
+            && self.rules.promotion == Promotion::PawnCaptured
+        {
+            return Move::Normal {
+                role: Role::Pawn,
+                from,
+                to,
+                capture,
+                promotion: None,
+            };
         }
         mv
     }
@@ -320,10 +347,17 @@ impl Referee {
         events: &mut Vec<Event>,
     ) -> Vec<Decision> {
         let mover = self.table.board(board).turn();
-        let number = self.table.board(board).fullmove_number();
-        let san = self.table.board(board).san(&mv, &self.variant);
-        let uci = mv.to_uci();
-        let removed = self.table.play(board, &mv, &self.variant);
+        let number = self.table.board(board).fullmoves();
+        let san = self.table.san(board, mv, &self.variant);
+        let uci = mv.to_uci().to_string();
+        let outcome = match self.table.play(board, mv, &self.variant) {
+            Ok(outcome) => outcome,
+            Err(reason) => {
+                // classify said legal; a disagreement is a bug, reported rather than hidden.
+                self.status(events, "error", &format!("board {board}: {uci}: {reason}"));
+                return Vec::new();
+            }
+        };
         self.push(
             events,
             Some(board),
@@ -337,16 +371,16 @@ impl Referee {
                 legal: true,
             },
         );
-        if let Some(removed) = removed {
+        if let (Some(pawn), false) = (outcome.removed, matches!(mv, Move::Steal { .. })) {
             // 002 7.5: a pawn that reached the last rank counts as captured.
             self.push(
                 events,
                 Some(board),
                 EventBody::PieceRemoved {
-                    square: removed.square.to_string(),
-                    piece: removed.piece.to_fen_char().to_string(),
-                    to_board: removed.to_board,
-                    to_color: removed.to_color,
+                    square: mv.to().to_string(),
+                    piece: pawn.char().to_string(),
+                    to_board: board.other(),
+                    to_color: pawn.color,
                     reason: "pawn_reached_last_rank".into(),
                 },
             );
@@ -363,8 +397,8 @@ impl Referee {
         events: &mut Vec<Event>,
     ) -> Vec<Decision> {
         let mover = self.table.board(board).turn();
-        let uci = mv.to_uci();
-        let code = reason.code().to_string();
+        let uci = mv.to_uci().to_string();
+        let code = reason_code(reason).to_string();
         let text = reason.to_string();
         let illegal = |consequence: IllegalConsequence, applied: bool| EventBody::IllegalMove {
             color: mover,
@@ -380,7 +414,11 @@ impl Referee {
             match self.rules.drop_mate {
                 DropMate::TakenBack | DropMate::Allowed => {
                     // 002 7.3: the piece is taken back and the player moves again.
-                    self.push(events, Some(board), illegal(IllegalConsequence::TakenBack, false));
+                    self.push(
+                        events,
+                        Some(board),
+                        illegal(IllegalConsequence::TakenBack, false),
+                    );
                     return Vec::new();
                 }
                 DropMate::RemovedAsCaptured => {
@@ -389,26 +427,32 @@ impl Referee {
                     let Move::Drop { to, .. } = mv else {
                         unreachable!("only drops are drop-mates")
                     };
-                    let before = self.table.clone();
-                    if let Err(e) = self.table.play_physical(board, &mv, &self.variant) {
-                        self.table = before;
+                    if let Err(e) = self.table.play_physical(board, mv, &self.variant) {
                         self.status(events, "rejected", &format!("board {board}: {e}"));
                         return Vec::new();
                     }
-                    self.push(events, Some(board), illegal(IllegalConsequence::PieceRemoved, true));
-                    match self.table.remove_piece(board, to, &self.variant) {
-                        Some(removed) => self.push(
-                            events,
-                            Some(board),
-                            EventBody::PieceRemoved {
-                                square: to.to_string(),
-                                piece: removed.piece.to_fen_char().to_string(),
-                                to_board: removed.to_board,
-                                to_color: removed.to_color,
-                                reason: "drop_mate".into(),
-                            },
-                        ),
-                        None => self.status(events, "error", "drop-mate piece vanished"),
+                    self.push(
+                        events,
+                        Some(board),
+                        illegal(IllegalConsequence::PieceRemoved, true),
+                    );
+                    match self.table.remove_piece(board, to) {
+                        Ok((piece, _)) => {
+                            // Captured by the mated side: to the dropper's colour on the other board.
+                            self.table.add_to_pocket(board.other(), piece);
+                            self.push(
+                                events,
+                                Some(board),
+                                EventBody::PieceRemoved {
+                                    square: to.to_string(),
+                                    piece: piece.char().to_string(),
+                                    to_board: board.other(),
+                                    to_color: piece.color,
+                                    reason: "drop_mate".into(),
+                                },
+                            )
+                        }
+                        Err(e) => self.status(events, "error", &format!("drop-mate removal: {e}")),
                     }
                     return self.after_move(board, mover);
                 }
@@ -419,7 +463,11 @@ impl Referee {
         if reason == IllegalReason::PawnDropOnBackRank
             && self.rules.back_rank_pawn_drop == BackRankPawnDrop::FallsThrough
         {
-            self.push(events, Some(board), illegal(IllegalConsequence::TakenBack, false));
+            self.push(
+                events,
+                Some(board),
+                illegal(IllegalConsequence::TakenBack, false),
+            );
             return Vec::new();
         }
 
@@ -431,24 +479,30 @@ impl Referee {
             policy.repeated
         };
         if consequence == Consequence::Rejected {
-            self.push(events, Some(board), illegal(IllegalConsequence::Rejected, false));
-            return Vec::new();
-        }
-
-        let before = self.table.clone();
-        if let Err(e) = self.table.play_physical(board, &mv, &self.variant) {
-            self.table = before;
-            self.status(
+            self.push(
                 events,
-                "rejected",
-                &format!("board {board}: move `{uci}` is not possible on the board: {e}"),
+                Some(board),
+                illegal(IllegalConsequence::Rejected, false),
             );
             return Vec::new();
         }
+
+        let before = self.table.board(board).clone();
+        let outcome = match self.table.play_physical(board, mv, &self.variant) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                self.status(
+                    events,
+                    "rejected",
+                    &format!("board {board}: move `{uci}` is not possible on the board: {e}"),
+                );
+                return Vec::new();
+            }
+        };
         self.boards[board.index()].illegal_moves[mover.index()] = count;
 
-        let claimable = policy.needs_claim
-            && matches!(consequence, Consequence::TakeBack | Consequence::Loss);
+        let claimable =
+            policy.needs_claim && matches!(consequence, Consequence::TakeBack | Consequence::Loss);
         let shown = if claimable {
             IllegalConsequence::Claimable
         } else {
@@ -461,7 +515,7 @@ impl Referee {
             Some(board),
             EventBody::Move {
                 color: mover,
-                number: before.board(board).fullmove_number(),
+                number: before.fullmoves(),
                 uci: uci.clone(),
                 san: uci.clone(),
                 fen: self.table.board(board).to_fen(),
@@ -475,6 +529,8 @@ impl Referee {
                 uci: uci.clone(),
                 consequence,
                 before,
+                mv,
+                outcome,
                 claimant_moved: false,
             });
         } else if consequence == Consequence::Loss {
@@ -484,7 +540,7 @@ impl Referee {
                 board,
             }];
         } else if consequence == Consequence::TakeBack {
-            self.take_back(board, before, mover, &uci, "illegal_move", events);
+            self.take_back(board, &before, mv, &outcome, &uci, "illegal_move", events);
             return Vec::new();
         }
         self.after_move(board, mover)
@@ -494,12 +550,18 @@ impl Referee {
     fn after_move(&mut self, board: BoardId, mover: Color) -> Vec<Decision> {
         let position = self.table.board(board);
         let gave_check = position.is_check();
-        let key = position.position_key();
+        // FEN without the move counters: placement, side to move, castling, en passant, pockets.
+        let key = position
+            .to_fen()
+            .split(' ')
+            .take(4)
+            .collect::<Vec<_>>()
+            .join(" ");
         self.boards[board.index()]
             .history
             .push((key, mover, gave_check));
         let mut decisions = Vec::new();
-        if position.is_checkmate(&self.variant) {
+        if self.table.is_checkmate(board, &self.variant) {
             decisions.push(Decision {
                 result: MatchResult::loss_for(board, mover.other()),
                 reason: ResultReason::Checkmate,
@@ -508,7 +570,7 @@ impl Referee {
         } else if self.rules.stalemate == StalemateRule::DrawIfBothBoards
             && [BoardId::A, BoardId::B]
                 .iter()
-                .all(|&b| self.table.board(b).is_stalemate(&self.variant))
+                .all(|&b| self.table.is_stalemate(b, &self.variant))
         {
             decisions.push(Decision {
                 result: MatchResult::Draw,
@@ -526,13 +588,13 @@ impl Referee {
             return;
         }
         let state = &mut self.boards[board.index()];
-        if let Some(pending) = &mut state.pending {
-            if pending.offender != mover {
-                if state.clock_feed {
-                    pending.claimant_moved = true;
-                } else {
-                    state.pending = None;
-                }
+        if let Some(pending) = &mut state.pending
+            && pending.offender != mover
+        {
+            if state.clock_feed {
+                pending.claimant_moved = true;
+            } else {
+                state.pending = None;
             }
         }
     }
@@ -589,7 +651,11 @@ impl Referee {
             ClaimKind::IllegalMove => {
                 let state = &mut self.boards[board.index()];
                 let Some(pending) = state.pending.take() else {
-                    reject(self, events, "no illegal move of the opponent can be claimed now");
+                    reject(
+                        self,
+                        events,
+                        "no illegal move of the opponent can be claimed now",
+                    );
                     return Vec::new();
                 };
                 if pending.offender == by {
@@ -606,8 +672,9 @@ impl Referee {
                     _ => {
                         self.take_back(
                             board,
-                            pending.before,
-                            pending.offender,
+                            &pending.before,
+                            pending.mv,
+                            &pending.outcome,
                             &pending.uci,
                             "claimed_illegal_move",
                             events,
@@ -664,16 +731,19 @@ impl Referee {
     /// Restores `board` to before an illegal move (FIDE 7.5.1): the same player moves again. The other
     /// board keeps everything that happened there; a piece the illegal move sent to the partner's
     /// pocket comes back if it is still there.
+    #[allow(clippy::too_many_arguments)]
     fn take_back(
         &mut self,
         board: BoardId,
-        before: Table,
-        offender: Color,
+        before: &Position,
+        mv: Move,
+        outcome: &PlayOutcome,
         uci: &str,
         reason: &str,
         events: &mut Vec<Event>,
     ) {
-        self.table.restore_board(board, &before);
+        let offender = before.turn();
+        self.table.take_back(board, before, mv, outcome);
         self.boards[board.index()].pending = None;
         self.push(
             events,
@@ -722,5 +792,27 @@ fn reason_text(reason: ResultReason) -> &'static str {
         ResultReason::BothStalemated => "both players to move are stalemated",
         ResultReason::PerpetualCheck => "perpetual check",
         ResultReason::Agreement => "agreement",
+    }
+}
+
+/// The machine-readable name of an illegal-move reason used in events.
+fn reason_code(reason: IllegalReason) -> &'static str {
+    match reason {
+        IllegalReason::NoPieceOnSquare => "no_piece_on_square",
+        IllegalReason::WrongPiece => "wrong_piece",
+        IllegalReason::WrongColour => "wrong_colour",
+        IllegalReason::CannotMoveThatWay => "cannot_move_that_way",
+        IllegalReason::PathBlocked => "path_blocked",
+        IllegalReason::OwnPieceOnTarget => "own_piece_on_target",
+        IllegalReason::LeavesKingInCheck => "leaves_king_in_check",
+        IllegalReason::CastlingNotAllowed => "castling_not_allowed",
+        IllegalReason::PawnDropOnBackRank => "pawn_drop_on_back_rank",
+        IllegalReason::DropOnOccupiedSquare => "drop_on_occupied_square",
+        IllegalReason::DropFromEmptyPocket => "drop_from_empty_pocket",
+        IllegalReason::DropMate => "drop_mate",
+        IllegalReason::PromotionRequired => "promotion_required",
+        IllegalReason::InvalidPromotion => "invalid_promotion",
+        IllegalReason::CapturesKing => "captures_king",
+        IllegalReason::InvalidSteal => "invalid_steal",
     }
 }

@@ -1,7 +1,6 @@
 //! Replaying a recorded BPGN game through the referee.
 
 use crate::engine::bpgn::BpgnGame;
-use crate::engine::{BoardId, Color};
 
 use super::event::Event;
 use super::referee::{Referee, RefereeError};
@@ -26,33 +25,16 @@ pub fn replay_game(
     let mut events = Vec::new();
     for mv in &game.moves {
         let clock_ms = mv.clock.map(|secs| (secs * 1000.0).round().max(0.0) as u64);
-        let (b, c) = (board_index(mv.board), color_index(mv.color));
+        let (b, c) = (mv.board.index(), mv.color.index());
         if let Some(ms) = clock_ms {
             remaining[b][c] = ms;
         }
-        let ts = (base_ms > 0).then(|| (2 * base_ms).saturating_sub(remaining[b][0] + remaining[b][1]));
-        events.extend(referee.apply_move_with_clock(board_id(mv.board), &mv.san, ts, clock_ms));
+        let ts =
+            (base_ms > 0).then(|| (2 * base_ms).saturating_sub(remaining[b][0] + remaining[b][1]));
+        events.extend(referee.apply_move_with_clock(mv.board, &mv.san, ts, clock_ms));
         if referee.is_over() {
             break;
         }
     }
     Ok(events)
-}
-
-fn board_id(b: crate::engine::bpgn::BoardId) -> BoardId {
-    match b {
-        crate::engine::bpgn::BoardId::A => BoardId::A,
-        crate::engine::bpgn::BoardId::B => BoardId::B,
-    }
-}
-
-fn board_index(b: crate::engine::bpgn::BoardId) -> usize {
-    board_id(b).index()
-}
-
-fn color_index(c: crate::engine::bpgn::Color) -> usize {
-    match c {
-        crate::engine::bpgn::Color::White => Color::White.index(),
-        crate::engine::bpgn::Color::Black => Color::Black.index(),
-    }
 }

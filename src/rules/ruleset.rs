@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine;
+use crate::engine::{self, MateRule, Promotion};
 
 /// The names of the built-in presets, in the order of the rule texts.
 pub const PRESETS: [&str; 5] = ["tandem-2024", "turnier", "dsb", "verein", "fics"];
@@ -58,7 +58,7 @@ pub struct RuleSet {
     pub mate: MateRule,
     /// How a pawn on the last rank is promoted. 000 §2(1)c, 001 §2(1)c: to the named piece (queen if
     /// none is named); 002 7.5: the pawn is treated as captured; 004 §6: the steal promotion.
-    pub promotion: PromotionRule,
+    pub promotion: Promotion,
     /// A captured promoted piece goes to the partner as a pawn. 000 §2(1)c / 001 §2(1)c ("counts as the
     /// piece until it is captured"); FICS does the same. Irrelevant under 002 and 004.
     pub promoted_reverts: bool,
@@ -133,30 +133,6 @@ pub enum DropMate {
     RemovedAsCaptured,
     /// 002 7.3: the piece must be taken back: it returns to the dropper's pocket, who moves again.
     TakenBack,
-}
-
-/// When a position counts as checkmate. Mirrors [`engine::MateRule`] for configuration files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MateRule {
-    /// In check with no legal move, drops from the pocket held now included.
-    Standard,
-    /// As `Standard`, but a distant check that a drop could block is not mate, even when the pocket
-    /// is empty (the player may wait for a piece).
-    DropInterposable,
-}
-
-/// See [`RuleSet::promotion`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PromotionRule {
-    /// To a named piece; a queen when none is named (000 §2(1)c).
-    Choose,
-    /// 002 7.5: the pawn is removed as though the opponent had captured it, so it goes to the
-    /// opponent's partner, like any captured piece.
-    PawnCaptured,
-    /// 004 §6: take a non-pawn piece from the partner's opponent's board.
-    Steal,
 }
 
 /// What a claimed (or, where no claim is needed, an observed) illegal move costs.
@@ -280,7 +256,7 @@ impl RuleSet {
             drop_mate: DropMate::RemovedAsCaptured,
             drop_mate_rule: MateRule::DropInterposable,
             mate: MateRule::Standard,
-            promotion: PromotionRule::Choose,
+            promotion: Promotion::Choose,
             promoted_reverts: true,
             dropped_rook_castles: false,
             dropped_pawn_double_step: true,
@@ -319,7 +295,7 @@ impl RuleSet {
             back_rank_pawn_drop: BackRankPawnDrop::Illegal,
             drop_mate: DropMate::TakenBack,
             drop_mate_rule: MateRule::Standard,
-            promotion: PromotionRule::PawnCaptured,
+            promotion: Promotion::PawnCaptured,
             illegal_move: IllegalMovePolicy {
                 first: Consequence::Loss,
                 ..IllegalMovePolicy::default()
@@ -349,7 +325,7 @@ impl RuleSet {
             back_rank_pawn_drop: BackRankPawnDrop::Illegal,
             drop_mate: DropMate::Allowed,
             drop_mate_rule: MateRule::Standard,
-            promotion: PromotionRule::Steal,
+            promotion: Promotion::Steal,
             dropped_rook_castles: true,
             illegal_move: IllegalMovePolicy {
                 first: Consequence::Loss,
@@ -474,7 +450,9 @@ impl RuleSet {
             return invalid("pawn_drop_ranks must be two ranks 1..=8, low first");
         }
         if lo == 1 || hi == 8 {
-            return invalid("pawn_drop_ranks may not include a back rank (a pawn there could not move)");
+            return invalid(
+                "pawn_drop_ranks may not include a back rank (a pawn there could not move)",
+            );
         }
         if self.illegal_move.first == Consequence::Rejected
             && self.illegal_move.repeated != Consequence::Rejected
@@ -486,22 +464,14 @@ impl RuleSet {
 
     /// The engine's view of these rules: what is legal on a board.
     pub fn variant(&self) -> engine::Variant {
-        let mate = |m: MateRule| match m {
-            MateRule::Standard => engine::MateRule::Standard,
-            MateRule::DropInterposable => engine::MateRule::DropInterposable,
-        };
         engine::Variant {
             drop_mate: match self.drop_mate {
                 DropMate::Allowed => engine::DropMate::Allowed,
                 DropMate::RemovedAsCaptured | DropMate::TakenBack => engine::DropMate::Forbidden,
             },
-            drop_mate_rule: mate(self.drop_mate_rule),
-            mate: mate(self.mate),
-            promotion: match self.promotion {
-                PromotionRule::Choose => engine::Promotion::Choose,
-                PromotionRule::PawnCaptured => engine::Promotion::PawnCaptured,
-                PromotionRule::Steal => engine::Promotion::Steal,
-            },
+            drop_mate_rule: self.drop_mate_rule,
+            mate: self.mate,
+            promotion: self.promotion,
             promoted_reverts: self.promoted_reverts,
             dropped_rook_castles: self.dropped_rook_castles,
             dropped_pawn_double_step: self.dropped_pawn_double_step,
@@ -546,7 +516,7 @@ mod tests {
         assert_eq!(rules.illegal_move.first, Consequence::Warning);
         // Untouched fields keep the preset's value, inside the overridden table too.
         assert_eq!(rules.illegal_move.repeated, Consequence::Loss);
-        assert_eq!(rules.promotion, PromotionRule::PawnCaptured);
+        assert_eq!(rules.promotion, Promotion::PawnCaptured);
     }
 
     #[test]
@@ -568,8 +538,8 @@ mod tests {
         assert_eq!(d.drop_mate, DropMate::TakenBack);
         assert_eq!(v.drop_mate, DropMate::Allowed);
         assert_eq!(f.drop_mate, DropMate::Allowed);
-        assert_eq!(d.promotion, PromotionRule::PawnCaptured);
-        assert_eq!(v.promotion, PromotionRule::Steal);
+        assert_eq!(d.promotion, Promotion::PawnCaptured);
+        assert_eq!(v.promotion, Promotion::Steal);
         assert!(v.dropped_rook_castles && !t.dropped_rook_castles && !f.dropped_rook_castles);
         assert_eq!(t.illegal_move.first, Consequence::TakeBack);
         assert_eq!(u.illegal_move.first, Consequence::Loss);
@@ -578,7 +548,10 @@ mod tests {
         assert_eq!(d.stalemate, StalemateRule::Wait);
         assert!(d.draws.perpetual_check && !v.draws.perpetual_check);
         assert!(d.touch_move && !t.touch_move && !v.touch_move);
-        assert_eq!((d.time_control.base_secs, d.time_control.increment_secs), (180, 2));
+        assert_eq!(
+            (d.time_control.base_secs, d.time_control.increment_secs),
+            (180, 2)
+        );
         assert!(v.time_control.black_starts_clocks);
         assert_eq!(f.mate, MateRule::DropInterposable);
         assert_eq!(t.drop_mate_rule, MateRule::DropInterposable);
