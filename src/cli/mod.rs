@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod evidence;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
 #[derive(Debug, Parser)]
@@ -18,11 +19,14 @@ enum Command {
     Demo(demo::Args),
     /// Check that the native runtime pieces are in place (ONNX Runtime) and say where they are.
     Doctor,
+    /// Tamper-evident game evidence: verify, export, show.
+    Evidence(evidence::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Doctor => demo::doctor(),
+        Command::Evidence(args) => evidence::run(args),
     }
 }

@@ -1,0 +1,70 @@
+//! Typed errors of the evidence module.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while writing, reading, exporting or showing evidence.
+///
+/// Verification findings (tampering, truncation) are *not* errors: they are reported in a
+/// [`super::VerifyReport`]; an error here means the operation itself could not be carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum EvidenceError {
+    /// A file system operation failed; `path` says on what.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// An event handed to the log lacks a required field or has the wrong type.
+    #[error("invalid event: {0}")]
+    InvalidEvent(String),
+    /// A new game log would overwrite an existing one.
+    #[error("{0} already holds an evidence log")]
+    AlreadyExists(PathBuf),
+    /// The directory is not a game directory (no `log.jsonl`).
+    #[error("{0}: not an evidence game directory (no log.jsonl)")]
+    NotAGame(PathBuf),
+    /// A signing or verifying key could not be read.
+    #[error("key {path}: {reason}")]
+    Key { path: PathBuf, reason: String },
+    /// A log record could not be read where the operation needs it intact.
+    #[error("{path} line {line}: {reason}")]
+    Malformed {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+    /// The log was already closed with an `end` record.
+    #[error("the game log is already finished")]
+    Finished,
+    /// Writing the zip archive failed.
+    #[error("zip: {0}")]
+    Zip(#[from] zip::result::ZipError),
+    /// A frame could not be decoded or a contact sheet not encoded.
+    #[error("image {path}: {source}")]
+    Image {
+        path: PathBuf,
+        #[source]
+        source: image::ImageError,
+    },
+    /// The configuration file is not valid TOML for [`super::EvidenceConfig`].
+    #[error("evidence config: {0}")]
+    Config(#[from] toml::de::Error),
+    /// JSON encoding of a record failed (only possible with non-string map keys).
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Attaches the path to an `io::Error`.
+pub(crate) trait IoContext<T> {
+    fn at(self, path: impl Into<PathBuf>) -> Result<T, EvidenceError>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn at(self, path: impl Into<PathBuf>) -> Result<T, EvidenceError> {
+        self.map_err(|source| EvidenceError::Io {
+            path: path.into(),
+            source,
+        })
+    }
+}
