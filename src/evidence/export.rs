@@ -208,3 +208,42 @@ pub fn prune(root: &Path, keep_games: usize) -> Result<Vec<PathBuf>, EvidenceErr
     }
     Ok(removed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{EvidenceConfig, EvidenceLog, GameMeta, game_dir};
+
+    fn game(root: &Path, name: &str, finish: bool) -> PathBuf {
+        let meta = GameMeta {
+            table: "t".into(),
+            game: name.into(),
+            calibration: None,
+            model_sha256: None,
+            rule_set: "verein".into(),
+            started_ts: 0,
+        };
+        let dir = game_dir(root, "t", name);
+        let log = EvidenceLog::create(&dir, &meta, &EvidenceConfig::default(), None).unwrap();
+        if finish {
+            log.finish(1, None).unwrap();
+        }
+        // Distinct modification times, oldest first.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        dir
+    }
+
+    #[test]
+    fn prune_keeps_the_newest_finished_games_and_all_unfinished_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let g1 = game(tmp.path(), "g1", true);
+        let open = game(tmp.path(), "g2", false);
+        let g3 = game(tmp.path(), "g3", true);
+        let g4 = game(tmp.path(), "g4", true);
+        let removed = prune(tmp.path(), 1).unwrap();
+        assert_eq!(removed, vec![g1.clone(), g3.clone()]);
+        assert!(!g1.exists() && !g3.exists());
+        assert!(open.exists() && g4.exists());
+        assert!(prune(tmp.path(), 1).unwrap().is_empty());
+    }
+}

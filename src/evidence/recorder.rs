@@ -53,8 +53,10 @@ impl GameRecorder {
     pub fn with_log(log: EvidenceLog, config: &EvidenceConfig) -> Self {
         Self {
             log,
+            // `before + after` rather than `before`: an incident reported up to `after` late
+            // still finds its `before` frames (count and byte bounds still apply).
             ring: FrameRing::new(
-                config.before_ms(),
+                config.before_ms() + config.after_ms(),
                 config.max_ring_frames,
                 config.max_ring_bytes,
             ),
@@ -184,5 +186,160 @@ impl GameRecorder {
         result: Option<&Value>,
     ) -> Result<std::path::PathBuf, EvidenceError> {
         self.log.finish(ts, result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{Record, verify};
+    use serde_json::json;
+
+    fn meta() -> GameMeta {
+        GameMeta {
+            table: "t1".into(),
+            game: "g".into(),
+            calibration: None,
+            model_sha256: None,
+            rule_set: "dsb".into(),
+            started_ts: 0,
+        }
+    }
+
+    fn config(root: &std::path::Path) -> EvidenceConfig {
+        EvidenceConfig {
+            dir: root.to_path_buf(),
+            before_secs: 1.0,
+            after_secs: 1.0,
+            ..EvidenceConfig::default()
+        }
+    }
+
+    fn records(dir: &std::path::Path) -> Vec<Record> {
+        std::fs::read_to_string(dir.join("log.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn incident(id: &str, ts: i64) -> Value {
+        json!({"id": id, "type": "illegal_move", "table": "t1", "board": "B", "ts": ts})
+    }
+
+    /// Timestamps of the frames recorded for one incident.
+    fn incident_frames(recs: &[Record], id: &str) -> Vec<i64> {
+        recs.iter()
+            .filter(|r| r.kind == "frame" && r.payload["incident_id"] == id)
+            .map(|r| r.ts)
+            .collect()
+    }
+
+    #[test]
+    fn incident_window_spans_before_and_after() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut rec = GameRecorder::start(&meta(), &config(tmp.path()), None).unwrap();
+        for ts in (0..=10_000).step_by(100) {
+            if ts == 5_000 {
+                rec.record_event(&incident("i1", 5_000)).unwrap();
+                assert_eq!(rec.open_incidents(), 1);
+            }
+            rec.push_frame(Frame::new(ts, vec![ts as u8; 10])).unwrap();
+        }
+        assert_eq!(rec.open_incidents(), 0, "window closed after `after`");
+        let dir = rec.finish(10_000, None).unwrap();
+        let recs = records(&dir);
+        let want: Vec<i64> = (4_000..=6_000).step_by(100).collect();
+        assert_eq!(incident_frames(&recs, "i1"), want);
+        let win = recs.iter().find(|r| r.kind == "incident_window").unwrap();
+        assert_eq!(win.payload["from_ts"], 4_000);
+        assert_eq!(win.payload["to_ts"], 6_000);
+        assert_eq!(win.payload["board"], "B");
+        assert!(verify(&dir).unwrap().is_intact());
+    }
+
+    #[test]
+    fn late_incident_takes_frames_already_seen_and_overlaps_share_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut rec = GameRecorder::start(&meta(), &config(tmp.path()), None).unwrap();
+        for ts in (0..=10_000).step_by(100) {
+            rec.push_frame(Frame::new(ts, vec![1u8; 10])).unwrap();
+            if ts == 5_500 {
+                // Reported 500 ms late; a second incident overlaps it.
+                rec.record_event(&incident("i1", 5_000)).unwrap();
+                rec.record_event(&incident("i2", 5_500)).unwrap();
+            }
+        }
+        let dir = rec.finish(10_000, None).unwrap();
+        let recs = records(&dir);
+        assert_eq!(
+            incident_frames(&recs, "i1"),
+            (4_000..=6_000).step_by(100).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            incident_frames(&recs, "i2"),
+            (4_500..=6_500).step_by(100).collect::<Vec<_>>()
+        );
+        let files = std::fs::read_dir(dir.join("frames")).unwrap().count();
+        assert_eq!(files, 26, "frames 4.0 s ..= 6.5 s stored once each");
+        let report = verify(&dir).unwrap();
+        assert!(report.is_intact(), "{:?}", report.problems);
+        assert_eq!(report.frames, 26);
+    }
+
+    #[test]
+    fn disk_bound_drops_frames_but_never_events() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = EvidenceConfig {
+            max_game_bytes: 5_000,
+            ..config(tmp.path())
+        };
+        let mut rec = GameRecorder::start(&meta(), &cfg, None).unwrap();
+        for i in 0..20i64 {
+            let id = format!("m{i}");
+            rec.record_event(&json!({"id": id, "type": "move", "table": "t1", "ts": i}))
+                .unwrap();
+            rec.commit_frame(&id, i, &[7u8; 1000]).unwrap();
+        }
+        let dropped = rec.log().frames_dropped();
+        let written = rec.log().frames_written();
+        assert!(
+            dropped > 0 && written > 0,
+            "{written} written, {dropped} dropped"
+        );
+        assert_eq!(dropped + written, 20);
+        let dir = rec.finish(99, None).unwrap();
+        let recs = records(&dir);
+        assert_eq!(recs.iter().filter(|r| r.kind == "event").count(), 20);
+        let drops: u64 = recs
+            .iter()
+            .filter(|r| r.kind == "frames_dropped")
+            .map(|r| r.payload["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(drops, dropped);
+        assert_eq!(recs.last().unwrap().payload["frames_dropped"], dropped);
+        assert!(verify(&dir).unwrap().is_intact());
+    }
+
+    #[test]
+    fn invalid_events_are_rejected_and_nothing_is_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut rec = GameRecorder::start(&meta(), &config(tmp.path()), None).unwrap();
+        let before = rec.log().next_seq();
+        for bad in [
+            json!({"type": "move", "table": "t1", "ts": 1}),
+            json!({"id": "x", "type": "move", "table": "t1", "ts": "soon"}),
+            json!([1, 2]),
+        ] {
+            assert!(matches!(
+                rec.record_event(&bad),
+                Err(EvidenceError::InvalidEvent(_))
+            ));
+        }
+        assert_eq!(rec.log().next_seq(), before);
+        assert!(matches!(
+            GameRecorder::start(&meta(), &config(tmp.path()), None),
+            Err(EvidenceError::AlreadyExists(_))
+        ));
     }
 }
