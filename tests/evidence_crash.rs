@@ -145,6 +145,30 @@ fn kill_9_mid_write_leaves_a_verifiable_log() {
             data.len() - tail,
             data.iter().rposition(|b| *b == b'\n').unwrap() + 1
         );
+
+        // The daemon restarts: the log continues after the last whole record and can finish.
+        let config = EvidenceConfig {
+            dir: tmp.path().to_path_buf(),
+            ..EvidenceConfig::default()
+        };
+        let key = SigningKey::from_bytes(&[9u8; 32]);
+        assert!(
+            GameRecorder::resume(&game, &config, None).is_err(),
+            "key required"
+        );
+        let mut rec = GameRecorder::resume(&game, &config, Some(key)).unwrap();
+        rec.record_event(&json!({"id": "after", "type": "move", "table": "t9", "ts": 1}))
+            .unwrap();
+        rec.finish(2, None).unwrap();
+        let resumed = evidence::verify(&game).unwrap();
+        assert!(resumed.is_intact(), "{:?}", resumed.problems);
+        assert!(resumed.finished && resumed.truncated_tail.is_none());
+        assert_eq!(resumed.records, report.records + 3);
+        let lines = std::fs::read_to_string(game.join("log.jsonl")).unwrap();
+        let resumed_rec: serde_json::Value =
+            serde_json::from_str(lines.lines().nth(report.records).unwrap()).unwrap();
+        assert_eq!(resumed_rec["kind"], "resumed");
+        assert_eq!(resumed_rec["payload"]["truncated_tail_bytes"], tail as u64);
     }
 }
 

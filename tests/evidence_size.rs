@@ -132,7 +132,11 @@ fn five_minute_game_evidence_size() {
     for i in 0..3000i64 {
         let ts = i * 100;
         let bytes = pool[i as usize % pool.len()].clone();
-        rec.push_frame(Frame::new(ts, bytes.clone())).unwrap();
+        let mut frame = Frame::new(ts, bytes.clone());
+        frame.meta = Some(json!({"corners": {
+            "A": [[90, 100], [586, 100], [586, 596], [90, 596]],
+            "B": [[690, 100], [1186, 100], [1186, 596], [690, 596]]}}));
+        rec.push_frame(frame).unwrap();
         if i % 25 == 12 && moves < 120 {
             let id = format!("m{moves}");
             let board = if moves % 2 == 0 { "A" } else { "B" };
@@ -167,6 +171,17 @@ fn five_minute_game_evidence_size() {
          recording {write_s:.2} s, verify {verify_s:.2} s",
         report.frames,
         total as f64 / (1024.0 * 1024.0)
+    );
+    let t = Instant::now();
+    let sheets_dir = std::env::var_os("EVIDENCE_SIZE_SHEETS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| tmp.path().join("sheets"));
+    let sheets = evidence::contact_sheets(&dir, &sheets_dir).unwrap();
+    println!(
+        "contact sheets: {} in {:.2} s ({})",
+        sheets.len(),
+        t.elapsed().as_secs_f64(),
+        sheets_dir.display()
     );
     assert!(report.is_intact(), "{:?}", report.problems);
     assert_eq!(report.frames, 120 + 2 * 101);

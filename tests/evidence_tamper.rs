@@ -240,7 +240,7 @@ fn tampering_in_an_exported_and_unzipped_game_is_named_exactly() {
     let unzipped = tmp.path().join("unzipped");
     let mut archive = zip::ZipArchive::new(std::fs::File::open(&zip_path).unwrap()).unwrap();
     archive.extract(&unzipped).unwrap();
-    let dir = unzipped.join("g1");
+    let dir = unzipped.join("t1-g1");
     let readme = std::fs::read_to_string(dir.join("README.txt")).unwrap();
     assert!(
         readme.contains("Table: t1") && readme.contains("intact"),
@@ -262,6 +262,7 @@ fn a_signed_log_fails_against_a_wrong_key_and_passes_against_its_own() {
         &game,
         &VerifyOptions {
             expected_key: Some(public),
+            ..Default::default()
         },
     )
     .unwrap();
@@ -271,6 +272,7 @@ fn a_signed_log_fails_against_a_wrong_key_and_passes_against_its_own() {
         &game,
         &VerifyOptions {
             expected_key: Some(wrong),
+            ..Default::default()
         },
     )
     .unwrap();
@@ -386,4 +388,64 @@ fn cli_verify_reports_ok_and_problems_with_a_summary_line() {
             .any(|l| l.contains("illegal_move") && l.contains(" A ")),
         "{stdout}"
     );
+}
+
+#[test]
+fn a_published_chain_head_reveals_cut_off_and_rewritten_tails() {
+    let tmp = tempfile::tempdir().unwrap();
+    let game = record_game(tmp.path(), None);
+    let head = evidence::verify(&game).unwrap().head.unwrap();
+    let with_head = VerifyOptions {
+        expected_head: Some(head.clone()),
+        ..Default::default()
+    };
+    assert!(
+        evidence::verify_with(&game, &with_head)
+            .unwrap()
+            .is_intact()
+    );
+    let original = log_lines(&game);
+
+    // Cutting off the last two records looks like an unfinished game without the anchor …
+    write_lines(&game, &original[..original.len() - 2]);
+    assert!(evidence::verify(&game).unwrap().is_intact());
+    // … and is named with it.
+    let r = evidence::verify_with(&game, &with_head).unwrap();
+    assert_eq!(
+        r.problems
+            .iter()
+            .map(|p| p.kind.clone())
+            .collect::<Vec<_>>(),
+        vec![ProblemKind::AnchorMissing { seq: head.seq }]
+    );
+
+    // Rewriting the last record (here: its result) is invisible to the chain but not to the anchor.
+    let mut lines = original.clone();
+    let last = lines.len() - 1;
+    lines[last] = String::from_utf8(lines[last].clone())
+        .unwrap()
+        .replace("1-0", "0-1")
+        .into_bytes();
+    write_lines(&game, &lines);
+    assert!(evidence::verify(&game).unwrap().is_intact());
+    let r = evidence::verify_with(&game, &with_head).unwrap();
+    assert_eq!(
+        r.problems
+            .iter()
+            .map(|p| (p.seq, p.kind.clone()))
+            .collect::<Vec<_>>(),
+        vec![(
+            Some(head.seq),
+            ProblemKind::AnchorMismatch { seq: head.seq }
+        )]
+    );
+
+    // The CLI takes the anchor as SEQ:HASH.
+    let out = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .args(["evidence", "verify", "--head", &head.to_string()])
+        .arg(&game)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("differs from the published chain head"));
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use tandem_monitor::evidence::{
-    self, LOG_FILE, VerifyOptions, VerifyReport, VerifyingKey, list_games,
+    self, ChainHead, LOG_FILE, VerifyOptions, VerifyReport, VerifyingKey, list_games,
 };
 
 #[derive(Debug, clap::Args)]
@@ -24,6 +24,12 @@ enum Command {
         /// Require this Ed25519 public key (64 hex digits, or a file holding them).
         #[arg(long)]
         pubkey: Option<String>,
+        /// Require this published chain head, `SEQ:SHA256` (detects cut-off or rewritten tails).
+        #[arg(long)]
+        head: Option<String>,
+        /// Also print notes (unfinished game, truncated tail, unreferenced frame files).
+        #[arg(short, long)]
+        verbose: bool,
     },
     /// Bundle one game (log, frames, README.txt) into a zip for an arbiter.
     Export {
@@ -58,7 +64,12 @@ enum Command {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     match args.command {
-        Command::Verify { dir, pubkey } => verify(&dir, pubkey.as_deref()),
+        Command::Verify {
+            dir,
+            pubkey,
+            head,
+            verbose,
+        } => verify(&dir, pubkey.as_deref(), head.as_deref(), verbose),
         Command::Export { game_dir, out } => {
             let s = evidence::export(&game_dir, &out)
                 .with_context(|| format!("export {}", game_dir.display()))?;
@@ -106,9 +117,20 @@ fn parse_pubkey(arg: &str) -> anyhow::Result<VerifyingKey> {
     VerifyingKey::from_bytes(&bytes).context("not an Ed25519 public key")
 }
 
-fn verify(dir: &Path, pubkey: Option<&str>) -> anyhow::Result<()> {
+fn verify(
+    dir: &Path,
+    pubkey: Option<&str>,
+    head: Option<&str>,
+    verbose: bool,
+) -> anyhow::Result<()> {
     let opts = VerifyOptions {
         expected_key: pubkey.map(parse_pubkey).transpose()?,
+        expected_head: head
+            .map(|h| {
+                h.parse::<ChainHead>()
+                    .map_err(|e| anyhow::anyhow!("--head: {e}"))
+            })
+            .transpose()?,
     };
     let games: Vec<PathBuf> = if dir.join(LOG_FILE).is_file() {
         vec![dir.to_path_buf()]
@@ -131,6 +153,14 @@ fn verify(dir: &Path, pubkey: Option<&str>) -> anyhow::Result<()> {
         } else {
             String::new()
         };
+        if verbose {
+            if let Some(h) = &r.head {
+                writeln!(out, "{prefix}head: {h}")?;
+            }
+            for n in &r.notes {
+                writeln!(out, "{prefix}note: {n}")?;
+            }
+        }
         if r.is_intact() {
             let tail = r
                 .truncated_tail

@@ -37,6 +37,9 @@ pub enum EvidenceError {
     /// The log was already closed with an `end` record.
     #[error("the game log is already finished")]
     Finished,
+    /// An existing log cannot be continued because it does not verify (or keys differ).
+    #[error("{dir}: cannot resume: {reason}")]
+    NotResumable { dir: PathBuf, reason: String },
     /// Writing the zip archive failed.
     #[error("zip: {0}")]
     Zip(#[from] zip::result::ZipError),

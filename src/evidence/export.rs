@@ -31,11 +31,6 @@ pub struct ExportSummary {
 /// exactly as the directory did; the README records that result and how to check it again.
 pub fn export(game_dir: &Path, out_zip: &Path) -> Result<ExportSummary, EvidenceError> {
     let report = verify(game_dir)?;
-    let name = game_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("game")
-        .to_string();
     let log_path = game_dir.join(LOG_FILE);
     let log = std::fs::read(&log_path).at(&log_path)?;
     let meta = log
@@ -61,6 +56,18 @@ pub fn export(game_dir: &Path, out_zip: &Path) -> Result<ExportSummary, Evidence
     };
     frames.sort();
 
+    // `<table>-<game>`, so that archives of several tables unzip side by side.
+    let name = match (
+        meta.get("table").and_then(|v| v.as_str()),
+        meta.get("game").and_then(|v| v.as_str()),
+    ) {
+        (Some(t), Some(g)) => format!("{}-{}", safe_name(t), safe_name(g)),
+        _ => game_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(safe_name)
+            .unwrap_or_else(|| "game".into()),
+    };
     let field = |k: &str| {
         meta.get(k)
             .and_then(|v| v.as_str())
@@ -138,6 +145,18 @@ pub fn export(game_dir: &Path, out_zip: &Path) -> Result<ExportSummary, Evidence
         frames: n_frames,
         problems: report.problems.len(),
     })
+}
+
+fn safe_name(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// A game directory found under an evidence root.

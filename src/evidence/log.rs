@@ -64,6 +64,42 @@ pub enum FrameOutcome {
     Dropped,
 }
 
+/// The newest record of a log: publishing it elsewhere (e.g. with each MQTT event) anchors the
+/// log, so that later truncation or a rewritten tail is detected by [`super::verify_with`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainHead {
+    /// Sequence number of the newest record.
+    pub seq: u64,
+    /// Hex SHA-256 of that record's line.
+    pub hash: String,
+}
+
+impl std::fmt::Display for ChainHead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.seq, self.hash)
+    }
+}
+
+impl std::str::FromStr for ChainHead {
+    type Err = String;
+
+    /// Parses `SEQ:HASH` as printed by `Display`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (seq, hash) = s
+            .split_once(':')
+            .ok_or_else(|| format!("`{s}` is not SEQ:HASH"))?;
+        let seq = seq
+            .trim()
+            .parse()
+            .map_err(|e| format!("bad sequence number `{seq}`: {e}"))?;
+        let hash = hash.trim().to_ascii_lowercase();
+        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!("`{hash}` is not a hex SHA-256"));
+        }
+        Ok(Self { seq, hash })
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct PendingDrops {
     count: u64,
@@ -231,6 +267,104 @@ impl EvidenceLog {
         });
         log.append_raw(RecordKind::Meta, meta.started_ts, &payload, true)?;
         Ok(log)
+    }
+
+    /// Continues an unfinished log after a crash or restart.
+    ///
+    /// The log must verify (a truncated tail is allowed and is cut off); with `key` the log must
+    /// be signed by it, without `key` it must be unsigned. Appends a `resumed` record saying how
+    /// many bytes of an incomplete record were removed, so the restart is itself evidence.
+    pub fn resume(
+        dir: &Path,
+        config: &EvidenceConfig,
+        key: Option<SigningKey>,
+    ) -> Result<Self, EvidenceError> {
+        let not = |reason: String| EvidenceError::NotResumable {
+            dir: dir.to_path_buf(),
+            reason,
+        };
+        let opts = super::VerifyOptions {
+            expected_key: key.as_ref().map(SigningKey::verifying_key),
+            ..Default::default()
+        };
+        let report = super::verify_with(dir, &opts)?;
+        if let Some(p) = report.problems.first() {
+            return Err(not(format!("{p} ({} problem(s))", report.problems.len())));
+        }
+        if report.finished {
+            return Err(EvidenceError::Finished);
+        }
+        if report.signed != key.is_some() {
+            return Err(not(if report.signed {
+                "the log is signed; its key is needed".into()
+            } else {
+                "the log is unsigned; it cannot continue signed".into()
+            }));
+        }
+        let log_path = dir.join(LOG_FILE);
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&log_path)
+            .at(&log_path)?;
+        let cut = report.truncated_tail.as_ref().map_or(0, |t| t.bytes);
+        if let Some(t) = &report.truncated_tail {
+            file.set_len(t.offset).at(&log_path)?;
+            file.sync_data().at(&log_path)?;
+        }
+        let data = std::fs::read(&log_path).at(&log_path)?;
+        let body = data.strip_suffix(b"\n").unwrap_or(&data);
+        let last = body.rsplit(|b| *b == b'\n').next().unwrap_or_default();
+        let last_rec = record::decode(last).map_err(not)?;
+        let mut game_bytes = data.len() as u64;
+        let mut frames = 0;
+        for line in body.split(|b| *b == b'\n') {
+            if let Ok(r) = record::decode(line)
+                && r.kind == "frame"
+            {
+                frames += 1;
+            }
+        }
+        let frames_dir = dir.join(FRAMES_DIR);
+        if let Ok(entries) = std::fs::read_dir(&frames_dir) {
+            for e in entries.filter_map(Result::ok) {
+                let name = e.file_name();
+                if name.to_string_lossy().starts_with('.') {
+                    // A frame file the crash left half written under its temporary name.
+                    std::fs::remove_file(e.path()).at(e.path())?;
+                } else if let Ok(m) = e.metadata() {
+                    game_bytes += m.len();
+                }
+            }
+        }
+        let mut log = Self {
+            dir: dir.to_path_buf(),
+            log_path,
+            file,
+            next_seq: last_rec.seq + 1,
+            prev: record::sha256_hex(last),
+            key,
+            fsync: config.fsync,
+            max_game_bytes: config.max_game_bytes,
+            game_bytes,
+            frames,
+            dropped_total: 0,
+            pending_drops: None,
+        };
+        let payload = json!({
+            "truncated_tail_bytes": cut,
+            "software": env!("CARGO_PKG_NAME"),
+            "version": env!("CARGO_PKG_VERSION"),
+        });
+        log.append_raw(RecordKind::Resumed, last_rec.ts, &payload, true)?;
+        Ok(log)
+    }
+
+    /// The newest record's number and hash, for anchoring the log outside the game directory.
+    pub fn head(&self) -> ChainHead {
+        ChainHead {
+            seq: self.next_seq.saturating_sub(1),
+            hash: self.prev.clone(),
+        }
     }
 
     /// The game directory.

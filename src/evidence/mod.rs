@@ -24,8 +24,8 @@ pub use config::{EvidenceConfig, FsyncPolicy};
 pub use error::EvidenceError;
 pub use export::{ExportSummary, GameEntry, export, list_games, prune};
 pub use log::{
-    EvidenceLog, FORMAT, FRAMES_DIR, FrameLink, FrameOutcome, FrameRef, GameMeta, LOG_FILE,
-    game_dir, generate_signing_key, load_signing_key,
+    ChainHead, EvidenceLog, FORMAT, FRAMES_DIR, FrameLink, FrameOutcome, FrameRef, GameMeta,
+    LOG_FILE, game_dir, generate_signing_key, load_signing_key,
 };
 pub use record::{GENESIS_PREV, Record, RecordKind, sha256_hex};
 pub use recorder::GameRecorder;

@@ -30,6 +30,8 @@ pub enum RecordKind {
     IncidentWindow,
     /// Frames were skipped because the game directory reached its byte bound.
     FramesDropped,
+    /// The writer was restarted on an existing log (after a crash); says what was cut off.
+    Resumed,
     /// Last record of a finished game.
     End,
 }
@@ -43,6 +45,7 @@ impl RecordKind {
             RecordKind::Frame => "frame",
             RecordKind::IncidentWindow => "incident_window",
             RecordKind::FramesDropped => "frames_dropped",
+            RecordKind::Resumed => "resumed",
             RecordKind::End => "end",
         }
     }

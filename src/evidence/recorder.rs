@@ -49,6 +49,17 @@ impl GameRecorder {
         Ok(Self::with_log(log, config))
     }
 
+    /// Continues the unfinished game in `dir` after a crash (see [`EvidenceLog::resume`]); the
+    /// ring starts empty.
+    pub fn resume(
+        dir: &std::path::Path,
+        config: &EvidenceConfig,
+        key: Option<SigningKey>,
+    ) -> Result<Self, EvidenceError> {
+        let log = EvidenceLog::resume(dir, config, key)?;
+        Ok(Self::with_log(log, config))
+    }
+
     /// Wraps an already created log.
     pub fn with_log(log: EvidenceLog, config: &EvidenceConfig) -> Self {
         Self {

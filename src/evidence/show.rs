@@ -16,7 +16,9 @@ use super::record::{self, Record};
 /// One timeline line: when, what kind, which board, and a short summary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimelineEntry {
-    /// Record sequence number.
+    /// 1-based line in `log.jsonl`.
+    pub line: usize,
+    /// Record sequence number (the line number minus one in an intact log).
     pub seq: u64,
     /// Record time in ms.
     pub ts: i64,
@@ -60,7 +62,8 @@ pub fn format_ts(ts: i64) -> String {
     }
 }
 
-fn read_records(dir: &Path) -> Result<Vec<Record>, EvidenceError> {
+/// Complete lines of the log, each parsed or with the reason it is not a record.
+fn read_lines(dir: &Path) -> Result<Vec<Result<Record, String>>, EvidenceError> {
     let path = dir.join(LOG_FILE);
     if !path.is_file() {
         return Err(EvidenceError::NotAGame(dir.to_path_buf()));
@@ -70,17 +73,10 @@ fn read_records(dir: &Path) -> Result<Vec<Record>, EvidenceError> {
         Some(p) => &data[..p],
         None => return Ok(Vec::new()),
     };
-    complete
+    Ok(complete
         .split(|b| *b == b'\n')
-        .enumerate()
-        .map(|(i, l)| {
-            record::decode(l).map_err(|reason| EvidenceError::Malformed {
-                path: path.clone(),
-                line: i + 1,
-                reason,
-            })
-        })
-        .collect()
+        .map(record::decode)
+        .collect())
 }
 
 fn short(v: &Value, max: usize) -> String {
@@ -191,17 +187,30 @@ fn summarize(r: &Record) -> (String, Option<String>, String) {
 
 /// The timeline of a game: one entry per complete record (a truncated tail is skipped).
 pub fn timeline(dir: &Path) -> Result<Vec<TimelineEntry>, EvidenceError> {
-    Ok(read_records(dir)?
+    Ok(read_lines(dir)?
         .iter()
-        .map(|r| {
-            let (what, board, summary) = summarize(r);
-            TimelineEntry {
-                seq: r.seq,
-                ts: r.ts,
-                what,
-                board,
-                summary,
+        .enumerate()
+        .map(|(i, r)| match r {
+            Ok(r) => {
+                let (what, board, summary) = summarize(r);
+                TimelineEntry {
+                    line: i + 1,
+                    seq: r.seq,
+                    ts: r.ts,
+                    what,
+                    board,
+                    summary,
+                }
             }
+            // A damaged line is shown, not hidden: `verify` says what is wrong with it.
+            Err(reason) => TimelineEntry {
+                line: i + 1,
+                seq: i as u64,
+                ts: 0,
+                what: "malformed".into(),
+                board: None,
+                summary: format!("line {}: {reason}", i + 1),
+            },
         })
         .collect())
 }
@@ -271,7 +280,10 @@ fn outline(img: &mut RgbImage, q: &Quad, color: Rgb<u8>) {
 /// captioned with their time relative to the incident, and with the incident's `squares` outlined
 /// on frames that carry `corners` metadata. Returns the files written.
 pub fn contact_sheets(dir: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, EvidenceError> {
-    let records = read_records(dir)?;
+    let records: Vec<Record> = read_lines(dir)?
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect();
     std::fs::create_dir_all(out_dir).at(out_dir)?;
     let mut written = Vec::new();
     for (n, win) in records
@@ -425,5 +437,72 @@ mod tests {
         let e4 = square_quad(&q, 4, 4);
         assert_eq!(e4[0], (400.0, 400.0));
         assert_eq!(e4[2], (500.0, 500.0));
+    }
+}
+
+#[cfg(test)]
+mod sheet_tests {
+    use super::*;
+    use crate::evidence::{EvidenceConfig, Frame, GameMeta, GameRecorder};
+    use serde_json::json;
+
+    fn png(w: u32, h: u32) -> Vec<u8> {
+        let img = RgbImage::from_pixel(w, h, Rgb([0, 0, 200]));
+        let mut out = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut out, image::ImageFormat::Png)
+            .expect("encoding to memory cannot fail");
+        out.into_inner()
+    }
+
+    #[test]
+    fn contact_sheet_outlines_the_incident_squares() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = EvidenceConfig {
+            dir: tmp.path().join("ev"),
+            before_secs: 0.2,
+            after_secs: 0.2,
+            ..EvidenceConfig::default()
+        };
+        let meta = GameMeta {
+            table: "t".into(),
+            game: "g".into(),
+            calibration: None,
+            model_sha256: None,
+            rule_set: "dsb".into(),
+            started_ts: 0,
+        };
+        let mut rec = GameRecorder::start(&meta, &config, None).unwrap();
+        // Board A fills a 640×640 frame exactly: a8 top-left … a1 bottom-left.
+        let corners = json!({"corners": {"A": [[0, 0], [640, 0], [640, 640], [0, 640]]}});
+        let bytes = png(640, 640);
+        for ts in (0..=1000).step_by(100) {
+            let mut f = Frame::new(ts, bytes.clone());
+            f.meta = Some(corners.clone());
+            rec.push_frame(f).unwrap();
+            if ts == 500 {
+                rec.record_event(&json!({"id": "i1", "type": "illegal_move", "table": "t",
+                    "board": "A", "ts": 500, "squares": ["a8"]}))
+                    .unwrap();
+            }
+        }
+        let dir = rec.finish(1000, None).unwrap();
+        let sheets = contact_sheets(&dir, &tmp.path().join("sheets")).unwrap();
+        assert_eq!(sheets.len(), 1);
+        let sheet = image::open(&sheets[0]).unwrap().to_rgb8();
+        // 5 frames (300..=700 ms) in one row of 320-px tiles under the header.
+        assert_eq!(sheet.width(), 5 * TILE_W);
+        assert_eq!(sheet.height(), HEADER_H + TILE_W + CAPTION_H);
+        let red = |x: u32, y: u32| {
+            let p = sheet.get_pixel(x, y).0;
+            p[0] > 200 && p[2] < 100
+        };
+        // a8 is the top-left 40×40 of each 320-px tile: its right edge at x = 40 is red,
+        // the middle of the square and a far square are not.
+        for tile in 0..5 {
+            let x0 = tile * TILE_W;
+            assert!(red(x0 + 40, HEADER_H + 20), "tile {tile}: a8 outline");
+            assert!(!red(x0 + 20, HEADER_H + 20), "tile {tile}: a8 inside");
+            assert!(!red(x0 + 200, HEADER_H + 200), "tile {tile}: e4 untouched");
+        }
     }
 }

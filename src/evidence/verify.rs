@@ -42,6 +42,10 @@ pub enum ProblemKind {
     FrameHashMismatch { file: String },
     /// The frame record's payload is unusable (no file, or a path outside `frames/`).
     BadFrameRecord { reason: String },
+    /// The anchored record (see [`super::ChainHead`]) is not in the log: records were cut off.
+    AnchorMissing { seq: u64 },
+    /// The anchored record is there but its hash differs: the log was rewritten up to it.
+    AnchorMismatch { seq: u64 },
 }
 
 impl fmt::Display for ProblemKind {
@@ -82,6 +86,16 @@ impl fmt::Display for ProblemKind {
                 write!(f, "frame hash mismatch: {file} was changed")
             }
             ProblemKind::BadFrameRecord { reason } => write!(f, "bad frame record: {reason}"),
+            ProblemKind::AnchorMissing { seq } => write!(
+                f,
+                "anchored record {seq} is missing: the log was cut off after this point"
+            ),
+            ProblemKind::AnchorMismatch { seq } => {
+                write!(
+                    f,
+                    "anchored record {seq} differs from the published chain head"
+                )
+            }
         }
     }
 }
@@ -136,6 +150,8 @@ pub struct VerifyReport {
     pub truncated_tail: Option<TruncatedTail>,
     /// Harmless observations (unreferenced frame files left by a crash, no end record, …).
     pub notes: Vec<String>,
+    /// The last complete record's number and hash (to anchor this state for later checks).
+    pub head: Option<super::ChainHead>,
 }
 
 impl VerifyReport {
@@ -150,6 +166,9 @@ impl VerifyReport {
 pub struct VerifyOptions {
     /// If set, the log must be signed with this key (guards against a re-signed forgery).
     pub expected_key: Option<VerifyingKey>,
+    /// If set, the log must contain this record with this hash (guards against truncation and
+    /// a rewritten tail, which a hash chain alone cannot reveal).
+    pub expected_head: Option<super::ChainHead>,
 }
 
 /// Verifies a game directory with default options.
@@ -366,7 +385,7 @@ pub fn verify_with(dir: &Path, opts: &VerifyOptions) -> Result<VerifyReport, Evi
         }
         // Kind-specific checks.
         match rec.kind.as_str() {
-            "meta" | "event" | "incident_window" | "frames_dropped" => {}
+            "meta" | "event" | "incident_window" | "frames_dropped" | "resumed" => {}
             "end" => end_line = Some(i),
             "frame" => {
                 let Some(file) = rec.payload.get("file").and_then(|v| v.as_str()) else {
@@ -430,8 +449,38 @@ pub fn verify_with(dir: &Path, opts: &VerifyOptions) -> Result<VerifyReport, Evi
             ),
         }
     }
+    if let Some(head) = &opts.expected_head {
+        match by_seq.get(&head.seq) {
+            Some(&j) if hashes[j] == head.hash => {}
+            Some(&j) => push(
+                &mut problems,
+                j,
+                Some(head.seq),
+                ProblemKind::AnchorMismatch { seq: head.seq },
+            ),
+            None => push(
+                &mut problems,
+                lines.len().saturating_sub(1),
+                None,
+                ProblemKind::AnchorMissing { seq: head.seq },
+            ),
+        }
+    }
+    report.head = parsed.last().zip(hashes.last()).and_then(|(r, h)| {
+        r.as_ref().map(|r| super::ChainHead {
+            seq: r.seq,
+            hash: h.clone(),
+        })
+    });
     report.finished = end_line.is_some();
     report.frames = frames_ok.len();
+    if !report.signed && !lines.is_empty() && opts.expected_head.is_none() {
+        report.notes.push(
+            "unsigned log without an anchor: a change to the last record, or removal of trailing \
+             records, cannot be detected (sign the log or pass the published chain head)"
+                .into(),
+        );
+    }
     if !report.finished && !lines.is_empty() {
         report.notes.push(
             "no end record: the game was not finished (still running, or the writer stopped)"
