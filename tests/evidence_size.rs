@@ -113,8 +113,12 @@ fn five_minute_game_evidence_size() {
     );
 
     let tmp = tempfile::tempdir().unwrap();
+    // EVIDENCE_SIZE_DIR keeps the game for a look with `tandem evidence show`.
+    let root = std::env::var_os("EVIDENCE_SIZE_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| tmp.path().to_path_buf());
     let config = EvidenceConfig {
-        dir: tmp.path().to_path_buf(),
+        dir: root,
         ..EvidenceConfig::default()
     };
     let meta = GameMeta {
