@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum EvidenceError {
     /// A file system operation failed; `path` says on what.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         #[source]
@@ -41,20 +41,20 @@ pub enum EvidenceError {
     #[error("{dir}: cannot resume: {reason}")]
     NotResumable { dir: PathBuf, reason: String },
     /// Writing the zip archive failed.
-    #[error("zip: {0}")]
+    #[error("zip archive")]
     Zip(#[from] zip::result::ZipError),
     /// A frame could not be decoded or a contact sheet not encoded.
-    #[error("image {path}: {source}")]
+    #[error("image {path}")]
     Image {
         path: PathBuf,
         #[source]
         source: image::ImageError,
     },
     /// The configuration file is not valid TOML for [`super::EvidenceConfig`].
-    #[error("evidence config: {0}")]
+    #[error("evidence config")]
     Config(#[from] toml::de::Error),
     /// JSON encoding of a record failed (only possible with non-string map keys).
-    #[error("json: {0}")]
+    #[error("json encoding")]
     Json(#[from] serde_json::Error),
 }
 
@@ -69,5 +69,37 @@ impl<T> IoContext<T> for std::io::Result<T> {
             path: path.into(),
             source,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The chain as `anyhow`'s `{:#}` prints it in the CLI: each message once.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut out = e.to_string();
+        let mut cur = e.source();
+        while let Some(s) = cur {
+            out.push_str(": ");
+            out.push_str(&s.to_string());
+            cur = s.source();
+        }
+        out
+    }
+
+    #[test]
+    fn chained_messages_do_not_repeat_their_source() {
+        let io = std::fs::read("/nonexistent/x")
+            .at("/nonexistent/x")
+            .unwrap_err();
+        let text = chain(&io);
+        assert!(text.starts_with("/nonexistent/x: "), "{text}");
+        assert_eq!(text.matches("No such file").count(), 1, "{text}");
+        let cfg =
+            crate::evidence::EvidenceConfig::from_toml_str("before_secs = \"x\"").unwrap_err();
+        let text = chain(&cfg);
+        assert!(text.starts_with("evidence config: "), "{text}");
+        assert_eq!(text.matches("before_secs").count(), 1, "{text}");
     }
 }

@@ -559,6 +559,15 @@ impl EvidenceLog {
         self.file.sync_data().at(&self.log_path)
     }
 
+    /// Syncs unless the policy is `never` (used at incident boundaries).
+    pub(crate) fn checkpoint(&mut self) -> Result<(), EvidenceError> {
+        if self.fsync == FsyncPolicy::Never {
+            Ok(())
+        } else {
+            self.sync()
+        }
+    }
+
     /// Closes the game with an `end` record (holding `result`, e.g. the `result` event, if any).
     pub fn finish(mut self, ts: i64, result: Option<&Value>) -> Result<PathBuf, EvidenceError> {
         self.flush_drops()?;

@@ -102,6 +102,7 @@ impl GameRecorder {
             let inc = &self.open[i];
             if frame.ts_ms > inc.until_ms {
                 self.open.swap_remove(i);
+                self.log.checkpoint()?;
                 continue;
             }
             if frame.ts_ms > inc.written_upto {
@@ -142,7 +143,7 @@ impl GameRecorder {
             self.store_incident_frame(&id, f)?;
             written_upto = f.ts_ms;
         }
-        self.log.sync()?;
+        self.log.checkpoint()?;
         self.open.push(OpenIncident {
             id,
             until_ms: until,

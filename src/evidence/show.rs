@@ -187,12 +187,29 @@ fn summarize(r: &Record) -> (String, Option<String>, String) {
 
 /// The timeline of a game: one entry per complete record (a truncated tail is skipped).
 pub fn timeline(dir: &Path) -> Result<Vec<TimelineEntry>, EvidenceError> {
-    Ok(read_lines(dir)?
+    // Boards of events and incidents, so that their frames show the board too.
+    let mut boards: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let lines = read_lines(dir)?;
+    for r in lines.iter().flatten() {
+        if let (Some(id), Some(b)) = (
+            r.payload.get("id").and_then(Value::as_str),
+            r.payload.get("board").and_then(Value::as_str),
+        ) {
+            boards.insert(id.to_string(), b.to_string());
+        }
+    }
+    Ok(lines
         .iter()
         .enumerate()
         .map(|(i, r)| match r {
             Ok(r) => {
-                let (what, board, summary) = summarize(r);
+                let (what, mut board, summary) = summarize(r);
+                if board.is_none() && r.kind == "frame" {
+                    board = ["event_id", "incident_id"]
+                        .iter()
+                        .filter_map(|k| r.payload.get(*k).and_then(Value::as_str))
+                        .find_map(|id| boards.get(id).cloned());
+                }
                 TimelineEntry {
                     line: i + 1,
                     seq: r.seq,
