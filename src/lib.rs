@@ -8,5 +8,6 @@
 
 pub mod engine;
 pub mod rules;
+pub mod evidence;
 pub mod runtime;
 pub mod vision;

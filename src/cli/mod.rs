@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod demo;
 mod engine;
 mod referee;
+mod evidence;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
 #[derive(Debug, Parser)]
@@ -28,6 +29,8 @@ enum Command {
     Referee(referee::RefereeArgs),
     /// Replay every game of a BPGN file through the referee and print the events.
     Replay(referee::ReplayArgs),
+    /// Tamper-evident game evidence: verify, export, show.
+    Evidence(evidence::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -38,5 +41,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Moves(args) => engine::moves(args),
         Command::Referee(args) => referee::referee(args),
         Command::Replay(args) => referee::replay(args),
+        Command::Evidence(args) => evidence::run(args),
     }
 }
