@@ -6,5 +6,6 @@
 //! `engine` → `rules` → `vision` → `tracker` → `publish` / `evidence` / `broadcast`,
 //! with `capture` and `sim` producing frames and `runtime` locating native libraries.
 
+pub mod publish;
 pub mod runtime;
 pub mod vision;
