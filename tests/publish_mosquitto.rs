@@ -252,7 +252,7 @@ fn config(port: u16, outbox: &Path, client_id: &str, tables: &[&str]) -> MqttCon
         tables: tables.iter().map(|t| t.to_string()).collect(),
         outbox: OutboxConfig {
             dir: outbox.to_path_buf(),
-            fsync: FsyncPolicy::Never,
+            fsync: FsyncPolicy::Always,
             ..Default::default()
         },
         reconnect_min_ms: 50,

@@ -15,6 +15,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -27,7 +28,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 
-use super::outbox::{Outbox, OutboxConfig, OutboxError};
+use super::outbox::{FsyncPolicy, Outbox, OutboxConfig, OutboxError};
 use super::payloads::{
     ClockCommand, EventError, EventMeta, Inbound, InboundError, Presence, StatusPayload,
     parse_inbound_for,
@@ -182,6 +183,8 @@ struct Shared {
     collided: Option<(u16, Slot)>,
     /// Highest outbox seq handed to rumqttc on the current connection.
     submitted_upto: u64,
+    /// Every seq up to here is on stable storage (per the fsync policy) and may be sent.
+    durable_upto: u64,
     entries_in_flight: usize,
     controls_in_flight: usize,
     window: usize,
@@ -204,7 +207,12 @@ impl Shared {
     /// Hands pending outbox entries to rumqttc while connected and the window has room.
     fn pump(&mut self, client: &AsyncClient) {
         while self.connected && self.entries_in_flight < self.window {
-            let Some(seq) = self.outbox.pending_after(self.submitted_upto).next() else {
+            let Some(seq) = self
+                .outbox
+                .pending_after(self.submitted_upto)
+                .next()
+                .filter(|seq| *seq <= self.durable_upto)
+            else {
                 break;
             };
             let entry = self
@@ -234,6 +242,32 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// Appends to the outbox; with `fsync = "never"` the entry may be sent at once, otherwise the
+    /// sync thread sends it after its group fsync.
+    fn queue(
+        &mut self,
+        client: &AsyncClient,
+        sync_wake: Option<&SyncSender<()>>,
+        topic: String,
+        payload: String,
+        retain: bool,
+    ) -> Result<u64, OutboxError> {
+        let seq = self.outbox.append(topic, payload, retain)?;
+        self.stats.enqueued += 1;
+        self.enqueued_at.insert(seq, Instant::now());
+        match sync_wake {
+            Some(wake) => {
+                // A full channel means a wake-up is already pending: nothing to do.
+                let _ = wake.try_send(());
+            }
+            None => {
+                self.durable_upto = seq;
+                self.pump(client);
+            }
+        }
+        Ok(seq)
     }
 
     fn control(&mut self, client: &AsyncClient, topic: String, payload: Vec<u8>) {
@@ -285,6 +319,8 @@ struct Settings {
     reconnect_min: Duration,
     reconnect_max: Duration,
     publish_input_errors: bool,
+    /// Wakes the group-commit thread (`fsync = "always"` only).
+    sync_wake: Option<SyncSender<()>>,
 }
 
 /// Publishes events through the outbox and receives clock and arbiter inputs.
@@ -342,6 +378,8 @@ impl Publisher {
             .collect::<Result<Vec<_>, _>>()?;
         let outbox = Outbox::open(config.outbox.clone())?;
         let recovered = outbox.len();
+        let outbox_last_seq = outbox.last_seq();
+        let fsync = outbox.fsync_policy();
 
         let mut options = MqttOptions::new(
             config.client_id.clone(),
@@ -374,6 +412,14 @@ impl Publisher {
         // full channel.
         let capacity = usize::from(config.inflight) + 2 * tables.len() + 64;
         let (client, eventloop) = AsyncClient::new(options, capacity);
+        let (sync_wake_tx, sync_wake_rx) = match fsync {
+            FsyncPolicy::Always => {
+                let (tx, rx) = sync_channel(1);
+                (Some(tx), Some(rx))
+            }
+            FsyncPolicy::Never => (None, None),
+        };
+        let progress = Arc::new(Notify::new());
         let shared = Arc::new(Mutex::new(Shared {
             outbox,
             connected: false,
@@ -382,6 +428,7 @@ impl Publisher {
             inflight: HashMap::new(),
             collided: None,
             submitted_upto: 0,
+            durable_upto: outbox_last_seq,
             entries_in_flight: 0,
             controls_in_flight: 0,
             window: usize::from(config.inflight),
@@ -402,9 +449,18 @@ impl Publisher {
                 config.reconnect_max_ms.max(config.reconnect_min_ms.max(1)),
             ),
             publish_input_errors: config.publish_input_errors,
+            sync_wake: sync_wake_tx,
         });
         let (inbound_tx, inbound_rx) = mpsc::channel(config.inbound_capacity);
-        let progress = Arc::new(Notify::new());
+        if let Some(rx) = sync_wake_rx {
+            let (shared, client, progress) = (shared.clone(), client.clone(), progress.clone());
+            std::thread::Builder::new()
+                .name("outbox-sync".to_string())
+                .spawn(move || sync_loop(rx, shared, client, progress))
+                .map_err(|e| {
+                    PublishError::Config(format!("cannot start the outbox sync thread: {e}"))
+                })?;
+        }
         let task = tokio::spawn(run(
             eventloop,
             client.clone(),
@@ -427,8 +483,10 @@ impl Publisher {
 
     /// Validates a referee event and queues it for `tandem/v1/<table>/event/<type>`.
     ///
-    /// Returns the outbox sequence number once the event is on disk; delivery happens in the
-    /// background (QoS 1, not retained).
+    /// Returns the outbox sequence number once the event is written to the outbox file (safe from
+    /// a crash of this process). With `fsync = "always"` it is sent only after a group fsync has
+    /// made it safe from a power loss too; [`Publisher::wait_durable`] waits for that. Delivery
+    /// happens in the background (QoS 1, not retained). Never blocks on the network.
     pub fn publish_event(&self, event: &Value) -> Result<u64, PublishError> {
         let meta = EventMeta::from_event(event)?;
         let topic = event_topic(&meta.table, &meta.event_type)?;
@@ -455,11 +513,28 @@ impl Publisher {
         if shared.stopping {
             return Err(PublishError::Stopped);
         }
-        let seq = shared.outbox.push(topic, payload, retain)?;
-        shared.stats.enqueued += 1;
-        shared.enqueued_at.insert(seq, Instant::now());
-        shared.pump(&self.client);
+        let seq = shared.queue(
+            &self.client,
+            self.settings.sync_wake.as_ref(),
+            topic,
+            payload,
+            retain,
+        )?;
         Ok(seq)
+    }
+
+    /// Waits until entry `seq` is on stable storage per the fsync policy; false on timeout.
+    pub async fn wait_durable(&self, seq: u64, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.progress.notified();
+            if lock(&self.shared).durable_upto >= seq {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return false;
+            }
+        }
     }
 
     /// Current counters.
@@ -620,12 +695,14 @@ async fn run(
                                 let id =
                                     format!("{}-input-error-{ts}-{}", settings.daemon, s.error_seq);
                                 let event = error.error_event(&id, &table, &publish.topic, ts);
-                                match s.outbox.push(error_topic(&table), event.to_string(), false) {
-                                    Ok(_) => {
-                                        s.stats.enqueued += 1;
-                                        s.pump(&client);
-                                    }
-                                    Err(e) => log::error!("mqtt: cannot queue error event: {e}"),
+                                if let Err(e) = s.queue(
+                                    &client,
+                                    settings.sync_wake.as_ref(),
+                                    error_topic(&table),
+                                    event.to_string(),
+                                    false,
+                                ) {
+                                    log::error!("mqtt: cannot queue error event: {e}");
                                 }
                             }
                             InboundMessage::Rejected {
@@ -672,6 +749,50 @@ async fn run(
     }
     lock(&shared).drop_connection_state();
     progress.notify_waiters();
+}
+
+/// Group commit: one fsync covers every append made before it, however many producers wait.
+/// Runs on its own thread because fsync blocks; ends when the publisher is gone.
+fn sync_loop(
+    wake: Receiver<()>,
+    shared: Arc<Mutex<Shared>>,
+    client: AsyncClient,
+    progress: Arc<Notify>,
+) {
+    let mut retry = false;
+    loop {
+        if !retry && wake.recv().is_err() {
+            return;
+        }
+        let (target, handle) = {
+            let s = lock(&shared);
+            let target = s.outbox.last_seq();
+            if target <= s.durable_upto {
+                retry = false;
+                continue;
+            }
+            (target, s.outbox.sync_handle())
+        };
+        match handle.and_then(|file| {
+            file.sync_data().map_err(|source| OutboxError::Io {
+                path: PathBuf::from("outbox.log"),
+                source,
+            })
+        }) {
+            Ok(()) => {
+                let mut s = lock(&shared);
+                s.durable_upto = s.durable_upto.max(target);
+                s.pump(&client);
+                retry = false;
+            }
+            Err(e) => {
+                log::error!("outbox: fsync failed ({e}); retrying, nothing is sent meanwhile");
+                std::thread::sleep(Duration::from_millis(100));
+                retry = true;
+            }
+        }
+        progress.notify_waiters();
+    }
 }
 
 #[cfg(test)]
@@ -752,7 +873,7 @@ mod tests {
             port: 9,
             outbox: OutboxConfig {
                 dir: dir.path().to_path_buf(),
-                fsync: crate::publish::outbox::FsyncPolicy::Never,
+                fsync: FsyncPolicy::Always,
                 ..Default::default()
             },
             ..Default::default()
@@ -760,6 +881,9 @@ mod tests {
         let (publisher, _rx) = Publisher::start(cfg.clone()).unwrap();
         let ev = serde_json::json!({"id":"e1","type":"move","table":"t1","ts":1,"board":"A"});
         assert_eq!(publisher.publish_event(&ev).unwrap(), 1);
+        // The group-commit thread makes it durable although no broker ever answers.
+        assert!(publisher.wait_durable(1, Duration::from_secs(5)).await);
+        assert!(!publisher.wait_durable(2, Duration::from_millis(20)).await);
         assert!(matches!(
             publisher.publish_event(&serde_json::json!({"id":"e2"})),
             Err(PublishError::Event(_))

@@ -268,8 +268,24 @@ impl Outbox {
         &self.recovery
     }
 
-    /// Appends a message; returns its sequence number once it is on disk (per the fsync policy).
+    /// Appends a message and returns its sequence number once it is on disk per the fsync policy
+    /// (`always`: fsynced; `never`: written, i.e. safe from a process crash).
     pub fn push(
+        &mut self,
+        topic: impl Into<String>,
+        payload: impl Into<String>,
+        retain: bool,
+    ) -> Result<u64, OutboxError> {
+        let seq = self.append(topic, payload, retain)?;
+        if self.config.fsync == FsyncPolicy::Always {
+            self.sync()?;
+        }
+        Ok(seq)
+    }
+
+    /// Appends a message without fsync (it survives a process crash, not a power loss); for
+    /// callers that group several appends under one [`Outbox::sync`] (group commit).
+    pub fn append(
         &mut self,
         topic: impl Into<String>,
         payload: impl Into<String>,
@@ -291,15 +307,34 @@ impl Outbox {
                 entry_bytes: size,
             });
         }
-        self.append(&line)?;
-        if self.config.fsync == FsyncPolicy::Always {
-            let path = self.log_path();
-            self.log.sync_data().map_err(io_err(&path))?;
-        }
+        self.append_line(&line)?;
         self.next_seq += 1;
         self.live_bytes += size;
         self.live.insert(entry.seq, (entry, size));
         Ok(self.next_seq - 1)
+    }
+
+    /// Flushes everything appended so far to stable storage.
+    pub fn sync(&self) -> Result<(), OutboxError> {
+        let path = self.log_path();
+        self.log.sync_data().map_err(io_err(&path))
+    }
+
+    /// A second handle on the current log file, to fsync without holding the outbox: an fsync on
+    /// it covers every append made before the call (a compaction in between fsyncs by itself).
+    pub fn sync_handle(&self) -> Result<File, OutboxError> {
+        let path = self.log_path();
+        self.log.try_clone().map_err(io_err(&path))
+    }
+
+    /// The highest sequence number ever assigned (0 if none).
+    pub fn last_seq(&self) -> u64 {
+        self.next_seq - 1
+    }
+
+    /// The configured fsync policy.
+    pub fn fsync_policy(&self) -> FsyncPolicy {
+        self.config.fsync
     }
 
     /// Records the broker's acknowledgement of `seq`; returns false if it was not pending
@@ -310,7 +345,7 @@ impl Outbox {
         };
         self.live_bytes -= size;
         // Acks are not fsynced: losing one only causes a duplicate delivery, never a loss.
-        self.append(&encode(&Record::Ack(seq)))?;
+        self.append_line(&encode(&Record::Ack(seq)))?;
         self.dead_records += 2;
         if self.should_compact() {
             self.compact()?;
@@ -360,7 +395,7 @@ impl Outbox {
         self.config.dir.join(LOG)
     }
 
-    fn append(&mut self, line: &[u8]) -> Result<(), OutboxError> {
+    fn append_line(&mut self, line: &[u8]) -> Result<(), OutboxError> {
         let path = self.log_path();
         self.log.write_all(line).map_err(io_err(&path))
     }
