@@ -45,6 +45,8 @@ struct Mosquitto {
     port: u16,
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// Extra configuration lines (authentication).
+    extra: String,
 }
 
 impl Mosquitto {
@@ -63,9 +65,35 @@ impl Mosquitto {
             port: free_port(),
             dir,
             child: None,
+            extra: String::new(),
         };
         m.spawn();
         m
+    }
+
+    /// A broker that accepts only `user`/`password` (password file made by mosquitto_passwd).
+    fn start_with_password(user: &str, password: &str) -> Option<Self> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let passwd = dir.path().join("passwd");
+        let made = Command::new("mosquitto_passwd")
+            .arg("-b")
+            .arg("-c")
+            .arg(&passwd)
+            .args([user, password])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !made {
+            eprintln!("SKIPPED: mosquitto_passwd is not available");
+            return None;
+        }
+        let mut m = Self {
+            port: free_port(),
+            dir,
+            child: None,
+            extra: format!("password_file {}\n", passwd.display()),
+        };
+        m.spawn();
+        Some(m)
     }
 
     fn spawn(&mut self) {
@@ -73,10 +101,12 @@ impl Mosquitto {
         std::fs::write(
             &conf,
             format!(
-                "listener {} 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location {}/\n\
-                 user root\nmax_queued_messages 100000\nlog_dest none\n",
+                "listener {} 127.0.0.1\nallow_anonymous {}\npersistence true\npersistence_location {}/\n\
+                 user root\nmax_queued_messages 100000\nlog_dest none\n{}",
                 self.port,
-                self.dir.path().display()
+                self.extra.is_empty(),
+                self.dir.path().display(),
+                self.extra,
             ),
         )
         .expect("write mosquitto.conf");
@@ -332,6 +362,43 @@ async fn every_event_arrives_across_a_mosquitto_restart() {
     collector.stop();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_are_sent_and_a_refused_login_loses_nothing() {
+    if !Mosquitto::available() {
+        return;
+    }
+    let Some(broker) = Mosquitto::start_with_password("tandem", "s3cret") else {
+        return;
+    };
+    let outbox = tempfile::tempdir().unwrap();
+    let mut cfg = config(broker.port, outbox.path(), "auth-pub", &["t1"]);
+    cfg.username = Some("tandem".to_string());
+    cfg.password = Some("wrong".to_string());
+    let (publisher, _inbound) = Publisher::start(cfg.clone()).unwrap();
+    publisher.publish_event(&event("auth-1", "t1", 1)).unwrap();
+    assert!(!publisher.wait_idle(Duration::from_millis(500)).await);
+    let stats = publisher.stats();
+    assert_eq!((stats.connections, stats.pending), (0, 1), "{stats:?}");
+    assert!(
+        stats
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("NotAuthorized")),
+        "{stats:?}"
+    );
+    publisher.shutdown(Duration::from_millis(100)).await;
+
+    cfg.password = Some("s3cret".to_string());
+    let (publisher, _inbound) = Publisher::start(cfg).unwrap();
+    assert!(
+        publisher.wait_idle(Duration::from_secs(10)).await,
+        "{:?}",
+        publisher.stats()
+    );
+    assert_eq!(publisher.stats().connections, 1);
+    publisher.shutdown(Duration::from_secs(5)).await;
+}
+
 /// Child side of the kill -9 test: enqueue events forever, announcing each one on stdout after
 /// `publish_event` returned (i.e. after it is in the outbox file).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -481,6 +548,25 @@ async fn embedded_broker_round_trip_with_inputs_and_error_events() {
             .await
             .is_some()
     );
+
+    // Retained: a subscriber arriving later still gets the state and the online status.
+    let late = Collector::start(broker.port(), "emb-late", "tandem/v1/#").await;
+    assert!(
+        late.wait_for_message(|t, _| t == "tandem/v1/t1/state", Duration::from_secs(5))
+            .await
+            .is_some(),
+        "retained state not delivered to a late subscriber"
+    );
+    assert!(
+        late.wait_for_message(
+            |t, v| t == "tandem/v1/t1/status" && v["status"] == "online",
+            Duration::from_secs(5)
+        )
+        .await
+        .is_some(),
+        "retained table status not delivered to a late subscriber"
+    );
+    late.stop();
 
     // Inputs: a valid clock press reaches the daemon channel; garbage becomes an error event.
     collector

@@ -166,6 +166,9 @@ pub struct PublisherStats {
     pub connected: bool,
     pub inbound: u64,
     pub rejected: u64,
+    /// The last connection error (e.g. "Connection refused, return code: `NotAuthorized`"),
+    /// for health output; kept after a successful reconnect.
+    pub last_error: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,6 +335,7 @@ pub struct Publisher {
     progress: Arc<Notify>,
     settings: Arc<Settings>,
     task: Option<JoinHandle<()>>,
+    sync_thread: Option<std::thread::JoinHandle<()>>,
 }
 
 fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
@@ -452,15 +456,22 @@ impl Publisher {
             sync_wake: sync_wake_tx,
         });
         let (inbound_tx, inbound_rx) = mpsc::channel(config.inbound_capacity);
-        if let Some(rx) = sync_wake_rx {
-            let (shared, client, progress) = (shared.clone(), client.clone(), progress.clone());
-            std::thread::Builder::new()
-                .name("outbox-sync".to_string())
-                .spawn(move || sync_loop(rx, shared, client, progress))
-                .map_err(|e| {
-                    PublishError::Config(format!("cannot start the outbox sync thread: {e}"))
-                })?;
-        }
+        let sync_thread = match sync_wake_rx {
+            Some(rx) => {
+                let (shared, client, progress) = (shared.clone(), client.clone(), progress.clone());
+                Some(
+                    std::thread::Builder::new()
+                        .name("outbox-sync".to_string())
+                        .spawn(move || sync_loop(rx, shared, client, progress))
+                        .map_err(|e| {
+                            PublishError::Config(format!(
+                                "cannot start the outbox sync thread: {e}"
+                            ))
+                        })?,
+                )
+            }
+            None => None,
+        };
         let task = tokio::spawn(run(
             eventloop,
             client.clone(),
@@ -476,6 +487,7 @@ impl Publisher {
                 progress,
                 settings,
                 task: Some(task),
+                sync_thread,
             },
             inbound_rx,
         ))
@@ -593,12 +605,28 @@ impl Publisher {
         self.wait_idle(timeout).await;
         lock(&self.shared).stopping = true;
         let _ = self.client.try_disconnect();
-        if let Some(task) = self.task.take()
-            && tokio::time::timeout(Duration::from_secs(2), &mut Box::pin(task))
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout(Duration::from_secs(2), &mut task)
                 .await
                 .is_err()
         {
-            log::warn!("mqtt task did not stop within 2 s");
+            log::warn!("mqtt task did not stop within 2 s; aborting it");
+            task.abort();
+            let _ = task.await;
+        }
+        self.stop_sync_thread();
+        if let Some(handle) = self.sync_thread.take() {
+            let _ = tokio::task::spawn_blocking(move || handle.join()).await;
+        }
+        // Everything holding the outbox has ended: a new Publisher may open it at once.
+    }
+
+    /// Asks the sync thread to do a last group fsync and end (stopping is already set).
+    fn stop_sync_thread(&self) {
+        lock(&self.shared).stopping = true;
+        if let Some(wake) = &self.settings.sync_wake {
+            // Full means a wake-up is queued and not yet received: it will see `stopping`.
+            let _ = wake.try_send(());
         }
     }
 }
@@ -609,6 +637,7 @@ impl Drop for Publisher {
         if let Some(task) = self.task.take() {
             task.abort();
         }
+        self.stop_sync_thread();
     }
 }
 
@@ -730,6 +759,7 @@ async fn run(
                     eventloop.pending.clear();
                     let was_connected = s.connected;
                     s.drop_connection_state();
+                    s.stats.last_error = Some(error.to_string());
                     if s.stopping {
                         break;
                     }
@@ -768,6 +798,9 @@ fn sync_loop(
             let s = lock(&shared);
             let target = s.outbox.last_seq();
             if target <= s.durable_upto {
+                if s.stopping {
+                    return;
+                }
                 retry = false;
                 continue;
             }
@@ -792,6 +825,9 @@ fn sync_loop(
             }
         }
         progress.notify_waiters();
+        if lock(&shared).stopping {
+            return; // after one last attempt: the outbox keeps whatever is not durable
+        }
     }
 }
 
