@@ -9,5 +9,6 @@
 pub mod engine;
 pub mod rules;
 pub mod evidence;
+pub mod publish;
 pub mod runtime;
 pub mod vision;
