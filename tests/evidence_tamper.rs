@@ -250,6 +250,22 @@ fn tampering_in_an_exported_and_unzipped_game_is_named_exactly() {
     assert!(report.signed && report.is_intact(), "{:?}", report.problems);
     assert_eq!(report.frames, summary.frames);
     check_all_tamperings(&dir, &tmp.path().join("scratch"));
+
+    // The CLI verifies the archive itself.
+    let out = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .args(["evidence", "verify"])
+        .arg(&zip_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("ok: {} records, {} frames", report.records, report.frames)
+    );
 }
 
 #[test]
@@ -448,4 +464,44 @@ fn a_published_chain_head_reveals_cut_off_and_rewritten_tails() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("differs from the published chain head"));
+}
+
+#[test]
+fn without_its_meta_record_a_signed_log_is_still_checked_against_the_trusted_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let key = SigningKey::from_bytes(&[6u8; 32]);
+    let public = key.verifying_key();
+    let game = record_game(tmp.path(), Some(key));
+    let mut lines = log_lines(&game);
+    lines.remove(0);
+    // Re-sign nothing: an attacker without the key can only change bytes.
+    let pos = lines[4].iter().rposition(|b| *b == b'0').unwrap();
+    lines[4][pos] = b'1';
+    write_lines(&game, &lines);
+    let trusted = VerifyOptions {
+        expected_key: Some(public),
+        ..Default::default()
+    };
+    let r = evidence::verify_with(&game, &trusted).unwrap();
+    let kinds: Vec<(Option<u64>, ProblemKind)> =
+        r.problems.iter().map(|p| (p.seq, p.kind.clone())).collect();
+    assert!(kinds.contains(&(
+        Some(1),
+        ProblemKind::SequenceGap {
+            missing_from: 0,
+            missing_to: 0
+        }
+    )));
+    assert!(
+        kinds.contains(&(Some(5), ProblemKind::BadSignature)),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|(_, k)| *k == ProblemKind::BadSignature)
+            .count(),
+        1,
+        "only the changed record fails its signature: {kinds:?}"
+    );
 }

@@ -16,10 +16,10 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Command {
-    /// Check a game directory (or every game under a root) for changed, removed or reordered
-    /// records and frames. Exit 0 when intact, 1 otherwise.
+    /// Check a game directory (or every game under a root, or an exported zip) for changed,
+    /// removed or reordered records and frames. Exit 0 when intact, 1 otherwise.
     Verify {
-        /// A game directory (holding log.jsonl) or an evidence root.
+        /// A game directory (holding log.jsonl), an evidence root, or an exported .zip.
         dir: PathBuf,
         /// Require this Ed25519 public key (64 hex digits, or a file holding them).
         #[arg(long)]
@@ -132,6 +132,32 @@ fn verify(
             })
             .transpose()?,
     };
+    if dir.is_file() {
+        // An exported archive: unpack into a private temp dir, verify, clean up.
+        let tmp = std::env::temp_dir().join(format!(
+            "tandem-evidence-verify-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ));
+        let result = (|| {
+            let file =
+                std::fs::File::open(dir).with_context(|| format!("open {}", dir.display()))?;
+            let mut archive = zip::ZipArchive::new(file)
+                .with_context(|| format!("{}: not a zip archive", dir.display()))?;
+            archive
+                .extract(&tmp)
+                .with_context(|| format!("unpack {}", dir.display()))?;
+            verify_dirs(&tmp, &opts, verbose)
+        })();
+        let _ = std::fs::remove_dir_all(&tmp);
+        return result;
+    }
+    verify_dirs(dir, &opts, verbose)
+}
+
+fn verify_dirs(dir: &Path, opts: &VerifyOptions, verbose: bool) -> anyhow::Result<()> {
     let games: Vec<PathBuf> = if dir.join(LOG_FILE).is_file() {
         vec![dir.to_path_buf()]
     } else {
@@ -145,7 +171,7 @@ fn verify(
     let many = games.len() > 1;
     let mut reports: Vec<VerifyReport> = Vec::new();
     for g in &games {
-        let r = evidence::verify_with(g, &opts)?;
+        let r = evidence::verify_with(g, opts)?;
         records += r.records;
         frames += r.frames;
         let prefix = if many {

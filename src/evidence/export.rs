@@ -106,7 +106,7 @@ pub fn export(game_dir: &Path, out_zip: &Path) -> Result<ExportSummary, Evidence
     readme.push_str(
         "\nContents\n--------\n\
          log.jsonl   one JSON record per line: seq, kind (meta, event, frame, incident_window,\n\
-         \x20           frames_dropped, end), ts (ms), prev, payload, and sig when signed.\n\
+         \x20           frames_dropped, resumed, end), ts (ms), prev, payload, and sig when signed.\n\
          \x20           prev is the SHA-256 (hex) of the previous line's bytes without its newline;\n\
          \x20           sig is an Ed25519 signature of the line with its ,\"sig\":\"...\" part removed.\n\
          frames/     images; each frame record names its file and the file's SHA-256.\n\n\

@@ -31,7 +31,7 @@ pub struct GameRecorder {
     ring: FrameRing,
     open: Vec<OpenIncident>,
     /// Recently written incident frames, by timestamp, for sharing between overlapping windows.
-    recent: VecDeque<(i64, FrameRef)>,
+    recent: VecDeque<(i64, std::sync::Arc<[u8]>, FrameRef)>,
     before_ms: i64,
     after_ms: i64,
     incident_types: Vec<String>,
@@ -67,7 +67,7 @@ impl GameRecorder {
             // `before + after` rather than `before`: an incident reported up to `after` late
             // still finds its `before` frames (count and byte bounds still apply).
             ring: FrameRing::new(
-                config.before_ms() + config.after_ms(),
+                config.before_ms().saturating_add(config.after_ms()),
                 config.max_ring_frames,
                 config.max_ring_bytes,
             ),
@@ -135,7 +135,10 @@ impl GameRecorder {
     pub fn open_incident(&mut self, incident: &Value) -> Result<(), EvidenceError> {
         let ts = validate_event(incident)?;
         let id = incident["id"].as_str().unwrap_or_default().to_string();
-        let (from, until) = (ts - self.before_ms, ts + self.after_ms);
+        let (from, until) = (
+            ts.saturating_sub(self.before_ms),
+            ts.saturating_add(self.after_ms),
+        );
         self.log.append_incident_window(incident, from, until)?;
         let frames: Vec<Frame> = self.ring.window(from, until).cloned().collect();
         let mut written_upto = i64::MIN;
@@ -158,11 +161,10 @@ impl GameRecorder {
         frame: &Frame,
     ) -> Result<(), EvidenceError> {
         let link = FrameLink::Incident { incident_id };
-        if let Some((_, existing)) = self
-            .recent
-            .iter()
-            .find(|(ts, r)| *ts == frame.ts_ms && r.bytes == frame.bytes.len() as u64)
-        {
+        if let Some((_, _, existing)) = self.recent.iter().find(|(ts, bytes, _)| {
+            *ts == frame.ts_ms
+                && (std::sync::Arc::ptr_eq(bytes, &frame.bytes) || bytes[..] == frame.bytes[..])
+        }) {
             let existing = existing.clone();
             self.log
                 .link_frame(&existing, frame.ts_ms, frame.meta.as_ref(), link)?;
@@ -172,9 +174,12 @@ impl GameRecorder {
             self.log
                 .write_frame(frame.ts_ms, &frame.bytes, frame.meta.as_ref(), link)?
         {
-            self.recent.push_back((frame.ts_ms, r));
-            let horizon = frame.ts_ms - self.before_ms - self.after_ms;
-            while self.recent.front().is_some_and(|(ts, _)| *ts < horizon) {
+            self.recent.push_back((frame.ts_ms, frame.bytes.clone(), r));
+            let horizon = frame
+                .ts_ms
+                .saturating_sub(self.before_ms)
+                .saturating_sub(self.after_ms);
+            while self.recent.front().is_some_and(|(ts, _, _)| *ts < horizon) {
                 self.recent.pop_front();
             }
         }

@@ -46,7 +46,8 @@ impl std::fmt::Display for TimelineEntry {
 
 /// Formats ms: epoch times (after 1973) as UTC `HH:MM:SS.mmm`, smaller values as `+M:SS.mmm`.
 pub fn format_ts(ts: i64) -> String {
-    let (sign, abs) = if ts < 0 { ("-", -ts) } else { ("+", ts) };
+    let sign = if ts < 0 { "-" } else { "+" };
+    let abs = ts.unsigned_abs();
     let ms = abs % 1000;
     let s = abs / 1000;
     if ts >= 100_000_000_000 {
@@ -337,9 +338,10 @@ pub fn contact_sheets(dir: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Eviden
         let mut tiles: Vec<(RgbImage, String)> = Vec::new();
         for fr in &picked {
             let file = fr.payload.get("file").and_then(Value::as_str).unwrap_or("");
-            let caption = format!("{:+.1}S", (fr.ts - win.ts) as f64 / 1000.0);
-            let decoded = std::fs::read(dir.join(file))
-                .ok()
+            let caption = format!("{:+.1}S", (fr.ts as f64 - win.ts as f64) / 1000.0);
+            let decoded = super::verify::safe_frame_path(file)
+                .then(|| std::fs::read(dir.join(file)).ok())
+                .flatten()
                 .and_then(|b| image::load_from_memory(&b).ok());
             let Some(img) = decoded else {
                 let mut t = RgbImage::from_pixel(TILE_W, TILE_W * 9 / 16, Rgb([60, 60, 60]));
@@ -434,6 +436,7 @@ mod tests {
     fn timestamps_format_relative_and_epoch() {
         assert_eq!(format_ts(65_432), "+1:05.432");
         assert_eq!(format_ts(-1500), "-0:01.500");
+        assert!(format_ts(i64::MIN).starts_with('-'));
         // 2026-11-30 20:31:57.123 UTC
         assert_eq!(format_ts(1_796_070_717_123), "20:31:57.123");
     }
