@@ -110,7 +110,7 @@ impl<'a> Reader<'a> {
                     text,
                 } => {
                     in_movetext = true;
-                    let san = match self.next()? {
+                    let (san, nag) = match self.next()? {
                         Some(Spanned {
                             token: Token::San { san, nag },
                             ..
@@ -121,9 +121,9 @@ impl<'a> Reader<'a> {
                         number,
                         board,
                         color,
-                        san: san.0,
+                        san,
                         clock: None,
-                        nags: san.1.into_iter().collect(),
+                        nags: nag.into_iter().collect(),
                         comments: Vec::new(),
                     });
                     clock_slot_open = true;
