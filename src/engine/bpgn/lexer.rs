@@ -4,7 +4,7 @@ use super::{BoardId, BpgnErrorKind, Color, GameResult, san::is_san_shaped};
 
 /// One lexical unit of BPGN.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Token {
+pub(crate) enum Token<'a> {
     Tag {
         name: String,
         value: String,
@@ -17,7 +17,8 @@ pub(crate) enum Token {
         number: u32,
         board: BoardId,
         color: Color,
-        text: String,
+        /// The indicator as written, for error messages.
+        text: &'a str,
     },
     /// A SAN-shaped move with its `!`/`?` suffix split off as a glyph.
     San {
@@ -30,8 +31,8 @@ pub(crate) enum Token {
 
 /// A token and where it starts.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Spanned {
-    pub token: Token,
+pub(crate) struct Spanned<'a> {
+    pub token: Token<'a>,
     pub line: usize,
     pub column: usize,
     /// Whether an empty line lies between the previous token and this one (games are
@@ -143,7 +144,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// The next token, `Ok(None)` at the end of the input.
-    pub fn next_token(&mut self) -> Result<Option<Spanned>, LexError> {
+    pub fn next_token(&mut self) -> Result<Option<Spanned<'a>>, LexError> {
         let after_blank_line = self.skip_space();
         let (line, column) = (self.line, self.column);
         let Some(c) = self.peek() else {
@@ -214,7 +215,7 @@ impl<'a> Lexer<'a> {
         }))
     }
 
-    fn san(&self, text: &str, line: usize, column: usize) -> Result<Token, LexError> {
+    fn san(&self, text: &str, line: usize, column: usize) -> Result<Token<'a>, LexError> {
         let body = text.trim_end_matches(['!', '?']);
         let nag = match &text[body.len()..] {
             "" => None,
@@ -233,15 +234,16 @@ impl<'a> Lexer<'a> {
     }
 
     /// A token starting with a digit: a move indicator `12A.`, a result, or `0-0` castling.
-    fn number_or_result(&mut self, line: usize, column: usize) -> Result<Token, LexError> {
+    fn number_or_result(&mut self, line: usize, column: usize) -> Result<Token<'a>, LexError> {
+        let start = self.pos;
         let digits = self.take_while(|c| c.is_ascii_digit());
         let board_letter = self.peek();
         if matches!(board_letter, Some('A' | 'a' | 'B' | 'b')) && self.peek_second() == Some('.') {
             self.bump();
-            let dots = self.take_while(|c| c == '.');
-            let text = format!("{digits}{}{dots}", board_letter.unwrap_or_default());
+            self.take_while(|c| c == '.');
+            let text = &self.src[start..self.pos];
             let number = digits.parse::<u32>().map_err(|_| {
-                self.error(line, column, BpgnErrorKind::BadMoveNumber(text.clone()))
+                self.error(line, column, BpgnErrorKind::BadMoveNumber(text.to_string()))
             })?;
             let (board, color) = match board_letter {
                 Some('A') => (BoardId::A, Color::White),
@@ -268,7 +270,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// `[Name "value"]` on one line; `\"` and `\\` are escapes, other backslashes are literal.
-    fn tag(&mut self, line: usize, column: usize) -> Result<Token, LexError> {
+    fn tag(&mut self, line: usize, column: usize) -> Result<Token<'a>, LexError> {
         self.bump();
         self.take_while(|c| c == ' ' || c == '\t');
         let name = self
@@ -348,7 +350,7 @@ impl<'a> Lexer<'a> {
 mod tests {
     use super::*;
 
-    fn tokens(src: &str) -> Vec<Token> {
+    fn tokens(src: &str) -> Vec<Token<'_>> {
         let mut lx = Lexer::new(src);
         let mut out = Vec::new();
         while let Some(t) = lx.next_token().expect("test input lexes") {
@@ -399,7 +401,7 @@ mod tests {
                     number: 1,
                     board: BoardId::A,
                     color: Color::White,
-                    text: "1A.".into()
+                    text: "1A."
                 },
                 Token::San {
                     san: "e4".into(),
@@ -410,7 +412,7 @@ mod tests {
                     number: 1,
                     board: BoardId::A,
                     color: Color::Black,
-                    text: "1a.".into()
+                    text: "1a."
                 },
                 Token::San {
                     san: "Nc6".into(),
@@ -422,7 +424,7 @@ mod tests {
                     number: 12,
                     board: BoardId::B,
                     color: Color::Black,
-                    text: "12b...".into()
+                    text: "12b..."
                 },
                 Token::San {
                     san: "0-0".into(),

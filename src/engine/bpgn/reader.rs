@@ -50,18 +50,18 @@ enum CommentSlot {
 
 struct Reader<'a> {
     lexer: Lexer<'a>,
-    peeked: Option<Spanned>,
+    peeked: Option<Spanned<'a>>,
 }
 
-impl Reader<'_> {
-    fn peek(&mut self) -> Result<Option<&Spanned>, LexError> {
+impl<'a> Reader<'a> {
+    fn peek(&mut self) -> Result<Option<&Spanned<'a>>, LexError> {
         if self.peeked.is_none() {
             self.peeked = self.lexer.next_token()?;
         }
         Ok(self.peeked.as_ref())
     }
 
-    fn next(&mut self) -> Result<Option<Spanned>, LexError> {
+    fn next(&mut self) -> Result<Option<Spanned<'a>>, LexError> {
         self.peek()?;
         Ok(self.peeked.take())
     }
@@ -110,20 +110,20 @@ impl Reader<'_> {
                     text,
                 } => {
                     in_movetext = true;
-                    let san = match self.next()? {
+                    let (san, nag) = match self.next()? {
                         Some(Spanned {
                             token: Token::San { san, nag },
                             ..
                         }) => (san, nag),
-                        _ => return Err(error(BpgnErrorKind::MissingMove(text))),
+                        _ => return Err(error(BpgnErrorKind::MissingMove(text.to_string()))),
                     };
                     game.moves.push(BpgnMove {
                         number,
                         board,
                         color,
-                        san: san.0,
+                        san,
                         clock: None,
-                        nags: san.1.into_iter().collect(),
+                        nags: nag.into_iter().collect(),
                         comments: Vec::new(),
                     });
                     clock_slot_open = true;
