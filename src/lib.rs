@@ -7,8 +7,8 @@
 //! with `capture` and `sim` producing frames and `runtime` locating native libraries.
 
 pub mod engine;
-pub mod rules;
 pub mod evidence;
 pub mod publish;
+pub mod rules;
 pub mod runtime;
 pub mod vision;

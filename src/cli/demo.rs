@@ -43,19 +43,24 @@ fn fixtures_dir(arg: Option<PathBuf>) -> PathBuf {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let fixtures = fixtures_dir(args.fixtures.clone());
-    let mut out = std::io::stdout().lock();
+    // Not locked for the whole run: the subscriber task prints too.
+    let mut out = std::io::stdout();
 
     // Vision runtime: the ONNX Runtime library and a model run through `ort`.
     let lib = runtime::find_onnxruntime()?;
     let model_path = fixtures.join("tiny-linear.onnx");
     let mut model = OnnxModel::load(&model_path, 1).context("vision runtime self-test")?;
     model.run(&[1, 4], vec![1.0, 2.0, 3.0, 4.0])?;
-    writeln!(out, "vision : ONNX Runtime {} (self-test model ran)", lib.display())?;
+    writeln!(
+        out,
+        "vision : ONNX Runtime {} (self-test model ran)",
+        lib.display()
+    )?;
 
     // The match: a full BPGN 1.2 record, refereed under the online rules it was played with.
     let game_path = fixtures.join("games/fics-1921708.bpgn");
-    let bytes =
-        std::fs::read(&game_path).with_context(|| format!("cannot read {}", game_path.display()))?;
+    let bytes = std::fs::read(&game_path)
+        .with_context(|| format!("cannot read {}", game_path.display()))?;
     let games = bpgn::parse_bpgn(&bytes).with_context(|| game_path.display().to_string())?;
     let game = games.first().context("the demo game file is empty")?;
     let rules = RuleSet::fics();
@@ -178,7 +183,10 @@ async fn publish_and_record(
         let value = serde_json::to_value(event)?;
         recorder.record_event(&value)?;
         last_seq = publisher.publish_event(&value)?;
-        if let EventBody::Result { result: r, text, .. } = &event.body {
+        if let EventBody::Result {
+            result: r, text, ..
+        } = &event.body
+        {
             result = Some(format!("{} {text}", r.as_str()));
         }
     }
@@ -191,7 +199,9 @@ async fn publish_and_record(
         .transpose()?;
     let evidence_dir = recorder.finish(last_ts, result_value.as_ref())?;
 
-    if !publisher.wait_durable(last_seq, Duration::from_secs(10)).await
+    if !publisher
+        .wait_durable(last_seq, Duration::from_secs(10))
+        .await
         || !publisher.wait_idle(Duration::from_secs(10)).await
     {
         bail!("the broker did not acknowledge every event within 10 s");
@@ -269,7 +279,11 @@ fn describe(topic: &str, event: &Value, json: bool) -> String {
         "move" => format!(
             "{}{} {}",
             event["number"],
-            if event["color"] == "white" { "." } else { "..." },
+            if event["color"] == "white" {
+                "."
+            } else {
+                "..."
+            },
             event["san"].as_str().unwrap_or("?")
         ),
         "result" => format!(

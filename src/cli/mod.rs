@@ -4,8 +4,8 @@ use clap::{Parser, Subcommand};
 
 mod demo;
 mod engine;
-mod referee;
 mod evidence;
+mod referee;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
 #[derive(Debug, Parser)]
