@@ -615,8 +615,13 @@ impl Position {
                 if v.drop_mate == DropMate::Forbidden
                     && let Some(tk) = their_king.first()
                 {
-                    let checking =
-                        self.attacks_from(Piece { color: them, role }, tk, occ) & targets;
+                    // Only a checking drop can mate, unless the opponent already stands in check
+                    // (after an unclaimed illegal move): then every drop is examined.
+                    let checking = if self.attackers_with(t, tk, us, occ).nonempty() {
+                        targets
+                    } else {
+                        self.attacks_from(Piece { color: them, role }, tk, occ) & targets
+                    };
                     for to in checking {
                         if self.drop_mates(role, to, v) {
                             targets.remove(to);
@@ -1260,7 +1265,7 @@ impl Position {
         if role == Role::Pawn {
             reset_clock = true;
         }
-        if role == Role::Pawn && to.rank() == last_rank(us) {
+        if role == Role::Pawn && (is_steal || to.rank() == last_rank(us)) {
             match promotion {
                 Some(p) if !is_steal && !matches!(p, Role::Pawn | Role::King) => {
                     self.place(to, Piece { color: us, role: p });

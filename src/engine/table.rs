@@ -245,6 +245,16 @@ impl Table {
                 Ok(out)
             }
             Move::Steal { from, to, steal } => {
+                let last = match mover {
+                    Color::White => 7,
+                    Color::Black => 0,
+                };
+                if to.rank() != last {
+                    return Err(PhysicalError::NotPossible(
+                        "a steal needs the pawn on the last rank",
+                    )
+                    .into());
+                }
                 self.boards[bi].check_physical(Move::Normal {
                     role: Role::Pawn,
                     from,
