@@ -42,8 +42,11 @@ pub enum Promotion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Variant {
+    /// Whether a mating drop is legal.
     pub drop_mate: DropMate,
+    /// What counts as checkmate.
     pub mate: MateRule,
+    /// What a pawn reaching the last rank does.
     pub promotion: Promotion,
     /// A captured promoted piece goes to the pocket as a pawn.
     pub promoted_reverts: bool,
