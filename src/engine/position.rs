@@ -1217,10 +1217,8 @@ impl Position {
                 {
                     self.place(to, Piece { color: us, role });
                     match role {
-                        Role::Pawn => {
-                            self.dropped_pawns.add(to);
-                            reset_clock = true;
-                        }
+                        // A drop never resets the halfmove clock, not even a pawn drop (as FSF).
+                        Role::Pawn => self.dropped_pawns.add(to),
                         Role::Rook => {
                             let corner =
                                 to.rank() == us.back_rank() && (to.file() == 0 || to.file() == 7);
@@ -1288,7 +1286,12 @@ impl Position {
                 && from.file() == to.file()
                 && (from.rank() as i8 - to.rank() as i8).abs() == 2
             {
-                self.ep_square = Square::from_coords(from.file(), (from.rank() + to.rank()) / 2);
+                // Recorded only when an enemy pawn could take en passant (as Stockfish-family
+                // FENs do), so FENs of equal positions compare equal.
+                let ep = Square::from_coords(from.file(), (from.rank() + to.rank()) / 2);
+                self.ep_square = ep.filter(|&e| {
+                    (tables().pawn(us, e) & self.pieces(us.other(), Role::Pawn)).nonempty()
+                });
             }
         }
         if role == Role::King {
