@@ -103,6 +103,12 @@ fn san_reads_lenient_forms() {
     assert_eq!(p.parse_san("O-O-O+", &v), Ok(u("e1c1")));
     assert_eq!(p.parse_san("@e4", &v), Ok(u("P@e4")));
     assert_eq!(p.parse_san("P@e4", &v), Ok(u("P@e4")));
+    let ep: Position = "4k3/8/8/3pP3/8/8/8/4K3[] w - d6 0 1".parse().unwrap();
+    let exd6 = ep.parse_uci("e5d6").unwrap();
+    assert!(matches!(exd6, Move::EnPassant { .. }));
+    assert_eq!(ep.parse_san("exd6 e.p.", &v), Ok(exd6));
+    assert_eq!(ep.parse_san("ed6", &v), Ok(exd6));
+    assert_eq!(ep.san(exd6, &v), "exd6");
     assert_eq!(
         p.parse_san("axb8Q", &v),
         Err(SanError::Illegal("axb8Q".into()))

@@ -783,9 +783,8 @@ impl Position {
         }
     }
 
-    /// Parses UCI text and relates it to this position; a syntax error is reported as
-    /// `IllegalReason::CannotMoveThatWay` only through `uci_to_move`, so parse first with
-    /// `UciMove::from_str` when the distinction matters.
+    /// Parses UCI text and relates it to this position (syntax errors and an empty origin
+    /// square are told apart by `UciParseError`).
     pub fn parse_uci(&self, text: &str) -> Result<Move, UciParseError> {
         let uci: UciMove = text.parse()?;
         Ok(self.uci_to_move(uci)?)

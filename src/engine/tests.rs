@@ -831,3 +831,29 @@ fn generator_agrees_with_classify_on_random_physical_walks() {
     }
     assert!(checked >= 100);
 }
+
+#[test]
+fn table_outcome_counts_steals_as_defences() {
+    // White on A is mated unless the a7 pawn may promote by stealing (it blocks nothing, but
+    // capturing on b8 removes the checking rook).
+    let a = pos("1r5K/P4q2/8/8/8/8/8/k7[] w - - 0 1");
+    let standard = Variant {
+        mate: MateRule::Standard,
+        promotion: Promotion::Steal,
+        ..Variant::default()
+    };
+    let with_piece = Table::from_boards(a.clone(), Position::new());
+    let without = Table::from_boards(a.clone(), pos("4k3/8/8/8/8/8/8/4K3[] w - - 0 1"));
+    assert!(a.is_checkmate(&standard), "on its own board nothing helps");
+    assert_eq!(
+        with_piece.outcome(BoardId::A, &standard),
+        None,
+        "a7xb8 stealing a piece"
+    );
+    assert_eq!(
+        without.outcome(BoardId::A, &standard),
+        Some(Outcome::Checkmate {
+            winner: Color::Black
+        })
+    );
+}
