@@ -26,6 +26,11 @@ fn variant(i: u8) -> Variant {
         } else {
             MateRule::DropInterposable
         },
+        drop_mate_rule: if i & 16 != 0 {
+            MateRule::Standard
+        } else {
+            MateRule::DropInterposable
+        },
         // Without reverting, a captured promoted queen enters a pocket as a queen: the 16-piece
         // sets are then not conserved by the rules themselves, so the property needs reverting.
         promoted_reverts: true,

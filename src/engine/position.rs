@@ -678,13 +678,14 @@ impl Position {
         !p.is_king_attacked(us)
     }
 
-    /// Whether dropping `role` on `to` checkmates (judged by `v.mate`; inside this test further
-    /// drop-mates of the defender count as legal, which bounds the recursion).
+    /// Whether dropping `role` on `to` checkmates (judged by `v.drop_mate_rule`; inside this test
+    /// further drop-mates of the defender count as legal, which bounds the recursion).
     fn drop_mates(&self, role: Role, to: Square, v: &Variant) -> bool {
         let mut p = self.clone();
         p.apply(Move::Drop { role, to }, v);
         let inner = Variant {
             drop_mate: DropMate::Allowed,
+            mate: v.drop_mate_rule,
             ..*v
         };
         p.is_checkmate(&inner)

@@ -416,15 +416,17 @@ fn drop_mate_forbidden_excludes_only_mating_drops() {
     let p = pos("7k/6pp/8/8/8/8/8/4K3[R] w - - 0 1");
     let allowed = Variant {
         mate: MateRule::Standard,
+        drop_mate_rule: MateRule::Standard,
         ..Variant::default()
     };
     let forbidden_std = Variant {
         drop_mate: DropMate::Forbidden,
         ..allowed
     };
+    // Text 000: ordinary mate is FIDE's, but a drop-mate is judged with §2e.
     let forbidden_fics = Variant {
         drop_mate: DropMate::Forbidden,
-        mate: MateRule::DropInterposable,
+        drop_mate_rule: MateRule::DropInterposable,
         ..allowed
     };
     let n_all = p.legal_moves(&allowed).len();
@@ -783,6 +785,11 @@ fn generator_agrees_with_classify_on_random_physical_walks() {
                 DropMate::Forbidden
             } else {
                 DropMate::Allowed
+            },
+            drop_mate_rule: if game % 4 == 0 {
+                MateRule::Standard
+            } else {
+                MateRule::DropInterposable
             },
             mate: if game % 3 == 0 {
                 MateRule::Standard

@@ -42,11 +42,11 @@ pub enum Promotion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Variant {
-    /// Whether a mating drop is legal.
     pub drop_mate: DropMate,
-    /// What counts as checkmate.
+    /// When a drop counts as mating for `DropMate::Forbidden`. Separate from `mate` because text
+    /// 000 §2e judges drop-mates by `DropInterposable` while its ordinary mate is FIDE's.
+    pub drop_mate_rule: MateRule,
     pub mate: MateRule,
-    /// What a pawn reaching the last rank does.
     pub promotion: Promotion,
     /// A captured promoted piece goes to the pocket as a pawn.
     pub promoted_reverts: bool,
@@ -63,6 +63,7 @@ impl Default for Variant {
     fn default() -> Variant {
         Variant {
             drop_mate: DropMate::Allowed,
+            drop_mate_rule: MateRule::DropInterposable,
             mate: MateRule::DropInterposable,
             promotion: Promotion::Choose,
             promoted_reverts: true,
@@ -78,6 +79,7 @@ impl Variant {
     pub fn crazyhouse() -> Variant {
         Variant {
             mate: MateRule::Standard,
+            drop_mate_rule: MateRule::Standard,
             ..Variant::default()
         }
     }
