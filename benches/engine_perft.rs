@@ -31,6 +31,23 @@ fn suite() -> Vec<(String, Position, u32, u64)> {
     out
 }
 
+/// Perft without bulk counting: every leaf move is generated into a list and played.
+fn perft_full(pos: &Position, depth: u32, v: &Variant) -> u64 {
+    if depth == 0 {
+        return 1;
+    }
+    let mut nodes = 0;
+    for &m in pos.legal_moves(v).iter() {
+        let mut child = pos.clone();
+        let out = child.play(m, v);
+        if let Some(c) = out.captured {
+            child.pocket_mut(pos.turn()).add(c.role);
+        }
+        nodes += perft_full(&child, depth - 1, v);
+    }
+    nodes
+}
+
 fn bench(c: &mut Criterion) {
     let v = Variant::crazyhouse();
     let cases = suite();
@@ -45,6 +62,23 @@ fn bench(c: &mut Criterion) {
                 n += perft(black_box(pos), *d, &v);
             }
             assert_eq!(n, total);
+            n
+        })
+    });
+    // Smaller set for the unbulked figure: depth 3 everywhere (depth 2 for all-drop-types).
+    let shallow: Vec<(Position, u32)> = cases
+        .iter()
+        .map(|(_, p, d, _)| (p.clone(), (*d).min(3)))
+        .collect();
+    let shallow_total: u64 = shallow.iter().map(|(p, d)| perft(p, *d, &v)).sum();
+    group.throughput(Throughput::Elements(shallow_total));
+    group.bench_function("suite_depth3_no_bulk", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            for (pos, d) in &shallow {
+                n += perft_full(black_box(pos), *d, &v);
+            }
+            assert_eq!(n, shallow_total);
             n
         })
     });

@@ -92,3 +92,83 @@ fn legal_moves_and_perft_match_fairy_stockfish() {
     // equal ours under both, i.e. FSF's perft 2 says nothing about pockets beyond ply 1.
     assert_eq!(own_pocket_differs, 0);
 }
+
+#[derive(serde::Deserialize)]
+struct Located {
+    fen: String,
+    source: String,
+    game_index: u32,
+    board: String,
+}
+
+/// Drops the pocket from a bracket-form FEN.
+fn without_pocket(fen: &str) -> String {
+    match (fen.find('['), fen.find(']')) {
+        (Some(a), Some(b)) if a < b => format!("{}{}", &fen[..a], &fen[b + 1..]),
+        _ => fen.to_string(),
+    }
+}
+
+/// Consecutive positions of one board of one game differ by exactly one move: some legal move
+/// must turn the first into the second, placement, side, castling, en-passant square and clocks
+/// included (pockets aside: between two moves on one board, the partner board refills them).
+#[test]
+fn playing_a_move_reproduces_the_next_recorded_position() {
+    let file = std::fs::File::open(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/engine/fics-positions.jsonl.gz"
+    ))
+    .expect("fixture file is committed");
+    let mut text = String::new();
+    GzDecoder::new(file)
+        .read_to_string(&mut text)
+        .expect("fixture is valid gzip UTF-8");
+    let recs: Vec<Located> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("fixture line is valid JSON"))
+        .collect();
+    let v = Variant::fics();
+    let mut pairs = 0;
+    let mut failures = Vec::new();
+    for w in recs.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        if (a.source.as_str(), a.game_index, a.board.as_str())
+            != (b.source.as_str(), b.game_index, b.board.as_str())
+        {
+            continue;
+        }
+        let mut pos: Position = a.fen.parse().expect("fixture FEN");
+        let next: Position = b.fen.parse().expect("fixture FEN");
+        // The data skips a ply now and then; only compare positions one ply apart.
+        let one_ply = next.turn() != pos.turn()
+            && next.fullmoves()
+                == pos.fullmoves() + (pos.turn() == tandem_monitor::engine::Color::Black) as u32;
+        if !one_ply {
+            continue;
+        }
+        // Any piece may arrive from the partner in between: give the mover one of each.
+        let mover = pos.turn();
+        for role in tandem_monitor::engine::Role::POCKET {
+            if pos.pocket(mover).count(role) == 0 {
+                pos.pocket_mut(mover).add(role);
+            }
+        }
+        let target = without_pocket(&b.fen);
+        let found = pos.legal_moves(&v).iter().any(|&m| {
+            let mut p = pos.clone();
+            p.play(m, &v);
+            without_pocket(&p.to_fen()) == target
+        });
+        if !found {
+            failures.push(format!("{} -> {}", a.fen, b.fen));
+        }
+        pairs += 1;
+    }
+    assert!(pairs > 3000, "{pairs}");
+    assert!(
+        failures.is_empty(),
+        "{} of {pairs} transitions not reproduced, first: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+}

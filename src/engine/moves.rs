@@ -162,16 +162,19 @@ impl MoveList {
         }
     }
 
+    /// Number of moves.
     #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// No moves (with `is_check`: mate or stalemate).
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// Empties the list for reuse.
     pub fn clear(&mut self) {
         self.len = 0;
     }
@@ -188,14 +191,17 @@ impl MoveList {
         self.len = w;
     }
 
+    /// The moves as a slice.
     pub fn as_slice(&self) -> &[Move] {
         &self.moves[..self.len]
     }
 
+    /// Iterates the moves in generation order.
     pub fn iter(&self) -> std::slice::Iter<'_, Move> {
         self.as_slice().iter()
     }
 
+    /// Whether `m` is in the list (exact equality, capture field included).
     pub fn contains(&self, m: &Move) -> bool {
         self.as_slice().contains(m)
     }

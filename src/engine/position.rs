@@ -615,8 +615,13 @@ impl Position {
                 if v.drop_mate == DropMate::Forbidden
                     && let Some(tk) = their_king.first()
                 {
-                    let checking =
-                        self.attacks_from(Piece { color: them, role }, tk, occ) & targets;
+                    // Only a checking drop can mate, unless the opponent already stands in check
+                    // (after an unclaimed illegal move): then every drop is examined.
+                    let checking = if self.attackers_with(t, tk, us, occ).nonempty() {
+                        targets
+                    } else {
+                        self.attacks_from(Piece { color: them, role }, tk, occ) & targets
+                    };
                     for to in checking {
                         if self.drop_mates(role, to, v) {
                             targets.remove(to);
@@ -779,9 +784,8 @@ impl Position {
         }
     }
 
-    /// Parses UCI text and relates it to this position; a syntax error is reported as
-    /// `IllegalReason::CannotMoveThatWay` only through `uci_to_move`, so parse first with
-    /// `UciMove::from_str` when the distinction matters.
+    /// Parses UCI text and relates it to this position (syntax errors and an empty origin
+    /// square are told apart by `UciParseError`).
     pub fn parse_uci(&self, text: &str) -> Result<Move, UciParseError> {
         let uci: UciMove = text.parse()?;
         Ok(self.uci_to_move(uci)?)
@@ -1213,10 +1217,8 @@ impl Position {
                 {
                     self.place(to, Piece { color: us, role });
                     match role {
-                        Role::Pawn => {
-                            self.dropped_pawns.add(to);
-                            reset_clock = true;
-                        }
+                        // A drop never resets the halfmove clock, not even a pawn drop (as FSF).
+                        Role::Pawn => self.dropped_pawns.add(to),
                         Role::Rook => {
                             let corner =
                                 to.rank() == us.back_rank() && (to.file() == 0 || to.file() == 7);
@@ -1261,7 +1263,7 @@ impl Position {
         if role == Role::Pawn {
             reset_clock = true;
         }
-        if role == Role::Pawn && to.rank() == last_rank(us) {
+        if role == Role::Pawn && (is_steal || to.rank() == last_rank(us)) {
             match promotion {
                 Some(p) if !is_steal && !matches!(p, Role::Pawn | Role::King) => {
                     self.place(to, Piece { color: us, role: p });
@@ -1284,7 +1286,12 @@ impl Position {
                 && from.file() == to.file()
                 && (from.rank() as i8 - to.rank() as i8).abs() == 2
             {
-                self.ep_square = Square::from_coords(from.file(), (from.rank() + to.rank()) / 2);
+                // Recorded only when an enemy pawn could take en passant (as Stockfish-family
+                // FENs do), so FENs of equal positions compare equal.
+                let ep = Square::from_coords(from.file(), (from.rank() + to.rank()) / 2);
+                self.ep_square = ep.filter(|&e| {
+                    (tables().pawn(us, e) & self.pieces(us.other(), Role::Pawn)).nonempty()
+                });
             }
         }
         if role == Role::King {

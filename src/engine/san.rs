@@ -54,6 +54,10 @@ fn syntax(text: &str, at: usize, what: &'static str) -> SanError {
 
 fn parse(text: &str) -> Result<Parsed, SanError> {
     let trimmed = text.trim();
+    let trimmed = trimmed
+        .strip_suffix("e.p.")
+        .map(str::trim_end)
+        .unwrap_or(trimmed);
     let s = trimmed.trim_end_matches(['+', '#', '!', '?']);
     if s.is_empty() {
         return Err(syntax(text, 0, "empty move"));

@@ -3,7 +3,7 @@
 
 use super::fen::FenError;
 use super::moves::{Move, MoveList, UciMove};
-use super::position::{IllegalReason, PhysicalError, PlayOutcome, Position};
+use super::position::{IllegalReason, Outcome, PhysicalError, PlayOutcome, Position};
 use super::types::{BoardId, Color, Piece, Role, Square};
 use super::variant::{DropMate, Promotion, Variant};
 use std::fmt;
@@ -245,6 +245,16 @@ impl Table {
                 Ok(out)
             }
             Move::Steal { from, to, steal } => {
+                let last = match mover {
+                    Color::White => 7,
+                    Color::Black => 0,
+                };
+                if to.rank() != last {
+                    return Err(PhysicalError::NotPossible(
+                        "a steal needs the pawn on the last rank",
+                    )
+                    .into());
+                }
                 self.boards[bi].check_physical(Move::Normal {
                     role: Role::Pawn,
                     from,
@@ -317,6 +327,20 @@ impl Table {
     /// Stalemate on `board` (no legal move, steals included, and not in check).
     pub fn is_stalemate(&self, board: BoardId, v: &Variant) -> bool {
         !self.board(board).is_check() && self.legal_moves(board, v).is_empty()
+    }
+
+    /// Checkmate or stalemate on `board`, steals counted as defences.
+    pub fn outcome(&self, board: BoardId, v: &Variant) -> Option<Outcome> {
+        let pos = self.board(board);
+        if self.is_checkmate(board, v) {
+            Some(Outcome::Checkmate {
+                winner: pos.turn().other(),
+            })
+        } else if self.is_stalemate(board, v) {
+            Some(Outcome::Stalemate)
+        } else {
+            None
+        }
     }
 
     /// Relates a raw UCI move to `board`.

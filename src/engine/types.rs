@@ -158,6 +158,7 @@ impl Piece {
 pub struct Square(u8);
 
 impl Square {
+    /// Corner and back-rank squares named for castling and tests.
     pub const A1: Square = Square(0);
     pub const B1: Square = Square(1);
     pub const C1: Square = Square(2);
@@ -294,7 +295,9 @@ impl<'de> Deserialize<'de> for Square {
 pub struct Bitboard(pub u64);
 
 impl Bitboard {
+    /// No squares.
     pub const EMPTY: Bitboard = Bitboard(0);
+    /// All 64 squares.
     pub const FULL: Bitboard = Bitboard(!0);
 
     /// All squares of a 0-based rank.
@@ -309,21 +312,25 @@ impl Bitboard {
         Bitboard(0x0101_0101_0101_0101 << (file as u32 & 7))
     }
 
+    /// No square set.
     #[inline]
     pub const fn is_empty(self) -> bool {
         self.0 == 0
     }
 
+    /// At least one square set.
     #[inline]
     pub const fn nonempty(self) -> bool {
         self.0 != 0
     }
 
+    /// Whether `sq` is in the set.
     #[inline]
     pub const fn contains(self, sq: Square) -> bool {
         self.0 & (1u64 << sq.0) != 0
     }
 
+    /// Number of squares in the set.
     #[inline]
     pub const fn count(self) -> u32 {
         self.0.count_ones()
@@ -355,16 +362,19 @@ impl Bitboard {
         }
     }
 
+    /// Adds `sq`.
     #[inline]
     pub fn add(&mut self, sq: Square) {
         self.0 |= 1u64 << sq.0;
     }
 
+    /// Removes `sq`.
     #[inline]
     pub fn remove(&mut self, sq: Square) {
         self.0 &= !(1u64 << sq.0);
     }
 
+    /// Adds or removes `sq`.
     #[inline]
     pub fn set(&mut self, sq: Square, on: bool) {
         if on { self.add(sq) } else { self.remove(sq) }
@@ -522,6 +532,7 @@ impl Pocket {
         self.counts.iter().map(|&c| c as u32).sum()
     }
 
+    /// Nothing in hand.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.counts == [0; 5]
