@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod broadcast;
 mod demo;
 mod engine;
 mod referee;
@@ -28,6 +29,8 @@ enum Command {
     Referee(referee::RefereeArgs),
     /// Replay every game of a BPGN file through the referee and print the events.
     Replay(referee::ReplayArgs),
+    /// The live broadcast feed: replay a BPGN game into it and serve it, or render its files.
+    Broadcast(broadcast::BroadcastArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -38,5 +41,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Moves(args) => engine::moves(args),
         Command::Referee(args) => referee::referee(args),
         Command::Replay(args) => referee::replay(args),
+        Command::Broadcast(args) => broadcast::run(args),
     }
 }
