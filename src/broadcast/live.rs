@@ -19,7 +19,7 @@ use super::config::GameInfo;
 /// retracted move is removed, an illegal move that stands is kept with an `illegal:` comment);
 /// the rendered texts are cached and dropped on every change, so a render costs nothing until
 /// the next event and a poller never sees a stale text.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct LiveGame {
     table: String,
     /// The game number from the event ids (`<table>/<game>/<seq>`), once an event was seen.
@@ -38,7 +38,7 @@ pub struct LiveGame {
     cache: Cache,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Cache {
     bpgn: OnceLock<Arc<str>>,
     pgn: [OnceLock<Arc<str>>; 2],
