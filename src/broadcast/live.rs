@@ -40,8 +40,32 @@ pub struct LiveGame {
 
 #[derive(Debug, Default, Clone)]
 struct Cache {
-    bpgn: OnceLock<Arc<str>>,
-    pgn: [OnceLock<Arc<str>>; 2],
+    bpgn: OnceLock<Rendered>,
+    pgn: [OnceLock<Rendered>; 2],
+}
+
+/// A rendered text and its content hash (the HTTP `ETag`), computed together once per change.
+#[derive(Debug, Clone)]
+pub(crate) struct Rendered {
+    pub text: Arc<str>,
+    pub hash: u64,
+}
+
+impl Rendered {
+    pub(crate) fn new(text: String) -> Self {
+        let hash = fnv1a(text.as_bytes());
+        Rendered {
+            text: text.into(),
+            hash,
+        }
+    }
+}
+
+/// 64-bit FNV-1a: a content hash for ETags (not for security; a collision only costs a refresh).
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 impl LiveGame {
@@ -59,8 +83,10 @@ impl LiveGame {
                 }
             }
         }
+        // A running game ends its movetext with `*`, so that readers know where it stops.
         let game = BpgnGame {
             tags: info.tags(GameResult::Unknown.as_str()),
+            result: Some(GameResult::Unknown),
             ..BpgnGame::default()
         };
         LiveGame {
@@ -293,25 +319,29 @@ impl LiveGame {
 
     /// The game as BPGN with clocks as `{seconds}` comments (rendered once per change).
     pub fn bpgn(&self) -> Arc<str> {
-        self.cache
-            .bpgn
-            .get_or_init(|| write_bpgn(&self.finished_or_running()).into())
-            .clone()
+        self.rendered_bpgn().text.clone()
     }
 
     /// One board as standard PGN with `[%clk h:mm:ss.s]` comments and the result from that
     /// board's view (rendered once per change).
     pub fn board_pgn(&self, board: BoardId) -> Arc<str> {
-        self.cache.pgn[board.index()]
-            .get_or_init(|| {
-                write_board_pgn(
-                    &self.finished_or_running(),
-                    board,
-                    BoardPgnOptions::default(),
-                )
-                .into()
-            })
-            .clone()
+        self.rendered_pgn(board).text.clone()
+    }
+
+    pub(crate) fn rendered_bpgn(&self) -> &Rendered {
+        self.cache
+            .bpgn
+            .get_or_init(|| Rendered::new(write_bpgn(&self.game)))
+    }
+
+    pub(crate) fn rendered_pgn(&self, board: BoardId) -> &Rendered {
+        self.cache.pgn[board.index()].get_or_init(|| {
+            Rendered::new(write_board_pgn(
+                &self.game,
+                board,
+                BoardPgnOptions::default(),
+            ))
+        })
     }
 
     /// Retained MQTT payloads, topic suffixes under `tandem/v1/<table>/`: `feed/bpgn`,
@@ -328,17 +358,6 @@ impl LiveGame {
                 self.board_pgn(BoardId::B).to_string(),
             ),
         ]
-    }
-
-    /// A running game ends its movetext with `*`, so that readers know where it stops.
-    fn finished_or_running(&self) -> std::borrow::Cow<'_, BpgnGame> {
-        if self.game.result.is_some() {
-            std::borrow::Cow::Borrowed(&self.game)
-        } else {
-            let mut game = self.game.clone();
-            game.result = Some(GameResult::Unknown);
-            std::borrow::Cow::Owned(game)
-        }
     }
 }
 
@@ -611,6 +630,15 @@ mod tests {
             panic!("N@f7 should be a forbidden drop-mate under tandem-2024: {events:?}");
         }
         assert_eq!(game.tag("FEN"), Some(start));
+    }
+
+    #[test]
+    fn fnv_is_the_published_function() {
+        // FNV-1a 64 test vectors.
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        let rendered = Rendered::new("1A. e4 *".into());
+        assert_eq!(rendered.hash, fnv1a(b"1A. e4 *"));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::rules::Event;
 
 use super::BroadcastError;
 use super::config::BroadcastConfig;
-use super::live::LiveGame;
+use super::live::{LiveGame, Rendered};
 
 /// All live games of a round.
 ///
@@ -27,8 +27,8 @@ pub struct Round {
 
 #[derive(Debug, Default)]
 struct RoundCache {
-    bpgn: OnceLock<Arc<str>>,
-    pgn: [OnceLock<Arc<str>>; 2],
+    bpgn: OnceLock<Rendered>,
+    pgn: [OnceLock<Rendered>; 2],
 }
 
 impl Round {
@@ -138,29 +138,35 @@ impl Round {
 
     /// Every game as BPGN, in round order, separated by blank lines.
     pub fn bpgn(&self) -> Arc<str> {
-        self.cache
-            .bpgn
-            .get_or_init(|| join(self.games().map(|g| g.bpgn())))
-            .clone()
+        self.rendered_bpgn().text.clone()
     }
 
     /// Every game's `board` as PGN, in round order, separated by blank lines.
     pub fn board_pgn(&self, board: BoardId) -> Arc<str> {
+        self.rendered_pgn(board).text.clone()
+    }
+
+    pub(crate) fn rendered_bpgn(&self) -> &Rendered {
+        self.cache
+            .bpgn
+            .get_or_init(|| join(self.games().map(|g| &g.rendered_bpgn().text)))
+    }
+
+    pub(crate) fn rendered_pgn(&self, board: BoardId) -> &Rendered {
         self.cache.pgn[board.index()]
-            .get_or_init(|| join(self.games().map(|g| g.board_pgn(board))))
-            .clone()
+            .get_or_init(|| join(self.games().map(|g| &g.rendered_pgn(board).text)))
     }
 }
 
-fn join(texts: impl Iterator<Item = Arc<str>>) -> Arc<str> {
+fn join<'a>(texts: impl Iterator<Item = &'a Arc<str>>) -> Rendered {
     let mut out = String::new();
     for text in texts {
         if !out.is_empty() {
             out.push('\n');
         }
-        out.push_str(&text);
+        out.push_str(text);
     }
-    out.into()
+    Rendered::new(out)
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use crate::rules::Event;
 
 use super::BroadcastError;
 use super::config::BroadcastConfig;
-use super::live::LiveGame;
+use super::live::{LiveGame, Rendered};
 use super::round::Round;
 
 const BPGN_TYPE: &str = "text/plain; charset=utf-8";
@@ -228,18 +228,18 @@ async fn health(State(handle): State<BroadcastHandle>) -> Response {
 }
 
 async fn round_bpgn(State(h): State<BroadcastHandle>, headers: HeaderMap) -> Response {
-    let (text, modified) = h.with_round(|r| (r.bpgn(), r.modified()));
-    file(&headers, text, modified, BPGN_TYPE)
+    let (rendered, modified) = h.with_round(|r| (r.rendered_bpgn().clone(), r.modified()));
+    file(&headers, rendered, modified, BPGN_TYPE)
 }
 
 async fn round_a(State(h): State<BroadcastHandle>, headers: HeaderMap) -> Response {
-    let (text, modified) = h.with_round(|r| (r.board_pgn(BoardId::A), r.modified()));
-    file(&headers, text, modified, PGN_TYPE)
+    let (rendered, modified) = h.with_round(|r| (r.rendered_pgn(BoardId::A).clone(), r.modified()));
+    file(&headers, rendered, modified, PGN_TYPE)
 }
 
 async fn round_b(State(h): State<BroadcastHandle>, headers: HeaderMap) -> Response {
-    let (text, modified) = h.with_round(|r| (r.board_pgn(BoardId::B), r.modified()));
-    file(&headers, text, modified, PGN_TYPE)
+    let (rendered, modified) = h.with_round(|r| (r.rendered_pgn(BoardId::B).clone(), r.modified()));
+    file(&headers, rendered, modified, PGN_TYPE)
 }
 
 /// Which rendering of a table's game a URL asks for.
@@ -252,12 +252,12 @@ enum TableFile {
 fn table_file(h: &BroadcastHandle, table: &str, headers: &HeaderMap, which: TableFile) -> Response {
     let found = h.with_round(|r| {
         r.game(table).map(|g| match which {
-            TableFile::Bpgn => (g.bpgn(), g.modified(), BPGN_TYPE),
-            TableFile::Board(board) => (g.board_pgn(board), g.modified(), PGN_TYPE),
+            TableFile::Bpgn => (g.rendered_bpgn().clone(), g.modified(), BPGN_TYPE),
+            TableFile::Board(board) => (g.rendered_pgn(board).clone(), g.modified(), PGN_TYPE),
         })
     });
     match found {
-        Some((text, modified, content_type)) => file(headers, text, modified, content_type),
+        Some((rendered, modified, content_type)) => file(headers, rendered, modified, content_type),
         None => (StatusCode::NOT_FOUND, "no such table\n").into_response(),
     }
 }
@@ -289,11 +289,11 @@ async fn table_b(
 /// A text file with validators; 304 when the client's copy is current.
 fn file(
     headers: &HeaderMap,
-    text: Arc<str>,
+    rendered: Rendered,
     modified: SystemTime,
     content_type: &'static str,
 ) -> Response {
-    let etag = format!("\"{:016x}\"", fnv1a(text.as_bytes()));
+    let etag = format!("\"{:016x}\"", rendered.hash);
     let last_modified = httpdate::fmt_http_date(modified);
     let not_modified = match headers.get(header::IF_NONE_MATCH) {
         // If-None-Match wins over If-Modified-Since (RFC 9110 13.2.2).
@@ -311,7 +311,8 @@ fn file(
     let mut response = if not_modified {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        ([(header::CONTENT_TYPE, content_type)], text.to_string()).into_response()
+        let body = axum::body::Body::from(rendered.text.to_string());
+        ([(header::CONTENT_TYPE, content_type)], body).into_response()
     };
     let h = response.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&etag) {
@@ -331,13 +332,6 @@ fn file(
 fn whole_seconds(t: SystemTime) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-/// 64-bit FNV-1a: a content hash for ETags (not for security; a collision only costs a refresh).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 /// What an SSE stream still has to send.
@@ -424,13 +418,6 @@ fn sse_event(item: &SseItem) -> SseEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fnv_is_the_published_function() {
-        // FNV-1a 64 test vectors.
-        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
-    }
 
     #[test]
     fn backlog_is_bounded_per_table() {
