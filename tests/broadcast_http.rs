@@ -192,6 +192,17 @@ async fn every_url_with_validators_and_404s() {
     )
     .await;
     assert_eq!(again.status, 304);
+    let old = "Thu, 01 Jan 2015 00:00:00 GMT";
+    let stale = get(addr, "/tables/t1/game.bpgn", &[("If-Modified-Since", old)]).await;
+    assert_eq!(stale.status, 200);
+    assert_eq!(stale.body, game.body);
+    let head = request(
+        addr,
+        "HEAD /round.bpgn HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n".into(),
+    )
+    .await;
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty() && head.header("etag").is_some());
 
     // A new move is served on the next request, under a new ETag.
     assert!(handle.publish(&events[10]).unwrap());

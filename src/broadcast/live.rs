@@ -157,18 +157,17 @@ impl LiveGame {
             });
         }
         let number = game_number_of(&event.id);
-        match (self.game_number, number) {
-            (Some(mine), Some(theirs)) if mine != theirs => {
-                return Err(BroadcastError::OtherGame {
-                    table: self.table.clone(),
-                    expected: mine,
-                    got: theirs,
-                });
-            }
-            (None, Some(theirs)) => self.game_number = Some(theirs),
-            _ => {}
+        if let (Some(mine), Some(theirs)) = (self.game_number, number)
+            && mine != theirs
+        {
+            return Err(BroadcastError::OtherGame {
+                table: self.table.clone(),
+                expected: mine,
+                got: theirs,
+            });
         }
         let changed = self.apply_body(event)?;
+        self.game_number = self.game_number.or(number);
         self.last_event_id = Some(event.id.clone());
         if changed {
             self.version += 1;
@@ -565,6 +564,11 @@ mod tests {
             Err(BroadcastError::OtherTable { .. })
         ));
         assert_eq!(live.version(), 0);
+        assert_eq!(
+            live.game_number(),
+            None,
+            "a refused event fixes no game number"
+        );
     }
 
     #[test]
