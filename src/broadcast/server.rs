@@ -33,7 +33,8 @@ const PGN_TYPE: &str = "application/x-chess-pgn; charset=utf-8";
 /// Live events buffered per slow SSE client before it is dropped (it resumes by Last-Event-ID).
 const LIVE_QUEUE: usize = 1024;
 
-/// One event as SSE clients get it: its id and its JSON.
+/// One event as SSE clients get it: its id (without line breaks or NUL) and its JSON (serde_json
+/// escapes every control character, so it holds no raw line break either).
 #[derive(Debug)]
 struct SseItem {
     table: String,
@@ -98,7 +99,8 @@ impl BroadcastHandle {
         let json = serde_json::to_string(event).map_err(|e| BroadcastError::Json(e.to_string()))?;
         let item = Arc::new(SseItem {
             table: event.table.clone(),
-            id: event.id.clone(),
+            // SSE cannot carry these in an id (axum would panic); ids from the referee have none.
+            id: event.id.replace(['\r', '\n', '\0'], " "),
             json,
         });
         let mut feed = self.feed();
@@ -418,6 +420,28 @@ fn sse_event(item: &SseItem) -> SseEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn odd_ids_do_not_break_the_event_stream() {
+        let handle = BroadcastHandle::new(&BroadcastConfig::default());
+        let event = Event {
+            id: "t\r\n1\0/1/1".into(),
+            table: "t1".into(),
+            ts: 0,
+            board: None,
+            body: crate::rules::EventBody::Status {
+                state: "error".into(),
+                detail: "two\r\nlines".into(),
+            },
+        };
+        assert!(!handle.publish(&event).unwrap());
+        let feed = handle.feed();
+        let item = &feed.backlog["t1"][0];
+        assert_eq!(item.id, "t  1 /1/1");
+        assert!(!item.json.contains(['\r', '\n']));
+        // Building the SSE message would panic on a raw line break or NUL.
+        let _ = sse_event(item);
+    }
 
     #[test]
     fn backlog_is_bounded_per_table() {
