@@ -1,5 +1,6 @@
 //! `tandem broadcast`: replay a recorded game into the live feed and serve it, or render its files.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -179,10 +180,11 @@ async fn pace(handle: &BroadcastHandle, events: &[Event], speed: f64) {
             } => {
                 let board = event.board.map(|b| b.to_string()).unwrap_or_default();
                 let dots = if color.index() == 0 { "." } else { "..." };
-                println!("{board} {number}{dots} {san}");
+                // The feed goes on if stdout is closed (piped into `head`).
+                let _ = writeln!(std::io::stdout(), "{board} {number}{dots} {san}");
             }
             EventBody::Result { result, text, .. } => {
-                println!("result {}: {text}", result.as_str());
+                let _ = writeln!(std::io::stdout(), "result {}: {text}", result.as_str());
             }
             _ => {}
         }
