@@ -196,6 +196,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_documented_example_parses() {
+        let doc = include_str!("../../docs/broadcast.md");
+        let start = doc
+            .find("```toml\n")
+            .expect("docs/broadcast.md has a TOML example")
+            + 8;
+        let end = start + doc[start..].find("```").expect("the example is closed");
+        let config = BroadcastConfig::from_toml_str(&doc[start..end]).unwrap();
+        assert_eq!(config.tables.len(), 1);
+        assert_eq!(config.game_info("t1").black_b, "Dan");
+        assert_eq!(config.round.as_deref(), Some("3"));
+    }
+
+    #[test]
     fn civil_dates() {
         assert_eq!(civil_date(0), "1970.01.01");
         assert_eq!(civil_date(59), "1970.03.01");
