@@ -6,6 +6,7 @@
 //! `engine` → `rules` → `vision` → `tracker` → `publish` / `evidence` / `broadcast`,
 //! with `capture` and `sim` producing frames and `runtime` locating native libraries.
 
+pub mod broadcast;
 pub mod engine;
 pub mod evidence;
 pub mod publish;

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod broadcast;
 mod demo;
 mod engine;
 mod evidence;
@@ -31,6 +32,8 @@ enum Command {
     Replay(referee::ReplayArgs),
     /// Tamper-evident game evidence: verify, export, show.
     Evidence(evidence::Args),
+    /// The live broadcast feed: replay a BPGN game into it and serve it, or render its files.
+    Broadcast(broadcast::BroadcastArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -42,5 +45,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Referee(args) => referee::referee(args),
         Command::Replay(args) => referee::replay(args),
         Command::Evidence(args) => evidence::run(args),
+        Command::Broadcast(args) => broadcast::run(args),
     }
 }
