@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod broker;
 mod demo;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
@@ -18,11 +19,14 @@ enum Command {
     Demo(demo::Args),
     /// Check that the native runtime pieces are in place (ONNX Runtime) and say where they are.
     Doctor,
+    /// Run the embedded MQTT broker on 127.0.0.1 until Ctrl-C.
+    Broker(broker::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Doctor => demo::doctor(),
+        Command::Broker(args) => broker::run(args),
     }
 }
