@@ -357,7 +357,8 @@ impl Publisher {
     /// publisher and the channel of inbound clock/arbiter messages.
     ///
     /// Must be called inside a tokio runtime. Unacknowledged entries from a previous run are
-    /// delivered first.
+    /// delivered first. The caller must keep draining the inbound channel: while it is full the
+    /// MQTT task waits (backpressure to the broker), and acknowledgements wait with it.
     pub fn start(
         config: MqttConfig,
     ) -> Result<(Publisher, mpsc::Receiver<InboundMessage>), PublishError> {
