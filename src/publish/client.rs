@@ -31,7 +31,7 @@ use tokio::task::JoinHandle;
 use super::outbox::{FsyncPolicy, Outbox, OutboxConfig, OutboxError};
 use super::payloads::{
     ClockCommand, EventError, EventMeta, Inbound, InboundError, Presence, StatusPayload,
-    parse_inbound_for,
+    parse_inbound_message,
 };
 use super::topics::{
     DaemonId, TableId, TopicError, clock_command_topic, daemon_status_topic, error_topic,
@@ -723,40 +723,44 @@ async fn run(
                 progress.notify_waiters();
             }
             Ok(Event::Incoming(Incoming::Publish(publish))) => {
-                let message =
-                    match parse_inbound_for(&settings.tables, &publish.topic, &publish.payload) {
-                        Ok(input) => {
-                            lock(&shared).stats.inbound += 1;
-                            InboundMessage::Input(input)
-                        }
-                        Err(error) => {
-                            log::warn!("mqtt: rejected input: {error}");
-                            let mut s = lock(&shared);
-                            s.stats.rejected += 1;
-                            if settings.publish_input_errors
-                                && let Some(table) = InboundError::table_in_topic(&publish.topic)
-                            {
-                                s.error_seq += 1;
-                                let ts = now_ms();
-                                let id =
-                                    format!("{}-input-error-{ts}-{}", settings.daemon, s.error_seq);
-                                let event = error.error_event(&id, &table, &publish.topic, ts);
-                                if let Err(e) = s.queue(
-                                    &client,
-                                    settings.sync_wake.as_ref(),
-                                    error_topic(&table),
-                                    event.to_string(),
-                                    false,
-                                ) {
-                                    log::error!("mqtt: cannot queue error event: {e}");
-                                }
+                let message = match parse_inbound_message(
+                    &settings.tables,
+                    &publish.topic,
+                    &publish.payload,
+                    publish.retain,
+                ) {
+                    Ok(input) => {
+                        lock(&shared).stats.inbound += 1;
+                        InboundMessage::Input(input)
+                    }
+                    Err(error) => {
+                        log::warn!("mqtt: rejected input: {error}");
+                        let mut s = lock(&shared);
+                        s.stats.rejected += 1;
+                        if settings.publish_input_errors
+                            && let Some(table) = InboundError::table_in_topic(&publish.topic)
+                        {
+                            s.error_seq += 1;
+                            let ts = now_ms();
+                            let id =
+                                format!("{}-input-error-{ts}-{}", settings.daemon, s.error_seq);
+                            let event = error.error_event(&id, &table, &publish.topic, ts);
+                            if let Err(e) = s.queue(
+                                &client,
+                                settings.sync_wake.as_ref(),
+                                error_topic(&table),
+                                event.to_string(),
+                                false,
+                            ) {
+                                log::error!("mqtt: cannot queue error event: {e}");
                             }
-                            InboundMessage::Rejected {
-                                topic: publish.topic.clone(),
-                                error,
-                            }
                         }
-                    };
+                        InboundMessage::Rejected {
+                            topic: publish.topic.clone(),
+                            error,
+                        }
+                    }
+                };
                 if inbound_tx.send(message).await.is_err() {
                     log::debug!("mqtt: inbound receiver dropped");
                 }
