@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use serde_json::Value;
 use tandem_monitor::publish::{
     EventMeta, Inbound, InboundError, TableId, parse_inbound, parse_inbound_for,
+    parse_inbound_message,
 };
 
 /// Every topic shape the daemon subscribes to, plus near misses.
@@ -133,6 +134,15 @@ fn json_value() -> impl Strategy<Value = Value> {
 }
 
 fn check(topic: &str, bytes: &[u8]) {
+    // The broker-facing entry point agrees with parse_inbound for live messages and only adds
+    // refusals for retained ones.
+    let live = parse_inbound_message(&[], topic, bytes, false);
+    assert_eq!(live.is_ok(), parse_inbound(topic, bytes).is_ok());
+    if let Err(e) = parse_inbound_message(&[], topic, bytes, true)
+        && live.is_ok()
+    {
+        assert_eq!(e.code(), "retained_input");
+    }
     match parse_inbound(topic, bytes) {
         Ok(inbound) => {
             let table = InboundError::table_in_topic(topic).expect("accepted topic has a table");

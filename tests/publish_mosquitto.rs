@@ -329,14 +329,20 @@ async fn every_event_arrives_across_a_mosquitto_restart() {
     for n in 100..150u64 {
         publisher.publish_event(&event(&id(n), "t1", n)).unwrap();
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let sent_before_kill = publisher.stats().sent;
-    assert!(
-        sent_before_kill >= 150,
-        "in-flight events must have been handed to the connection: {:?}",
-        publisher.stats()
-    );
-    assert_eq!(publisher.stats().pending, 50);
+    // Wait until all 50 are handed to the connection (after the group fsync) and every earlier
+    // PUBACK has been processed: exactly the 50 are in flight when the broker dies.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stats = publisher.stats();
+        if stats.sent >= 150 && stats.pending == 50 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "in-flight events must have been handed to the connection: {stats:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     broker.kill9_and_restart();
     for n in 150..200u64 {
         publisher.publish_event(&event(&id(n), "t1", n)).unwrap();

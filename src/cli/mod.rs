@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod broadcast;
+mod broker;
 mod demo;
 mod engine;
 mod evidence;
@@ -34,6 +35,8 @@ enum Command {
     Evidence(evidence::Args),
     /// The live broadcast feed: replay a BPGN game into it and serve it, or render its files.
     Broadcast(broadcast::BroadcastArgs),
+    /// Run the embedded MQTT broker on 127.0.0.1 until Ctrl-C.
+    Broker(broker::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -46,5 +49,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replay(args) => referee::replay(args),
         Command::Evidence(args) => evidence::run(args),
         Command::Broadcast(args) => broadcast::run(args),
+        Command::Broker(args) => broker::run(args),
     }
 }

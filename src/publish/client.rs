@@ -31,7 +31,7 @@ use tokio::task::JoinHandle;
 use super::outbox::{FsyncPolicy, Outbox, OutboxConfig, OutboxError};
 use super::payloads::{
     ClockCommand, EventError, EventMeta, Inbound, InboundError, Presence, StatusPayload,
-    parse_inbound_for,
+    parse_inbound_message,
 };
 use super::topics::{
     DaemonId, TableId, TopicError, clock_command_topic, daemon_status_topic, error_topic,
@@ -283,6 +283,62 @@ impl Shared {
         }
     }
 
+    fn new(outbox: Outbox, window: usize) -> Self {
+        let durable_upto = outbox.last_seq();
+        let pending = outbox.len();
+        Self {
+            outbox,
+            connected: false,
+            stopping: false,
+            fifo: VecDeque::new(),
+            inflight: HashMap::new(),
+            collided: None,
+            submitted_upto: 0,
+            durable_upto,
+            entries_in_flight: 0,
+            controls_in_flight: 0,
+            window,
+            enqueued_at: HashMap::new(),
+            latencies: Vec::new(),
+            stats: PublisherStats {
+                pending,
+                ..Default::default()
+            },
+            error_seq: 0,
+        }
+    }
+
+    /// rumqttc wrote a QoS 1 publish with `pkid`: the oldest submission (or the one parked by a
+    /// packet-id collision on that pkid) now waits for that PUBACK.
+    fn on_sent(&mut self, pkid: u16) {
+        let slot = match self.collided {
+            Some((p, slot)) if p == pkid => {
+                self.collided = None;
+                Some(slot)
+            }
+            _ => self.fifo.pop_front(),
+        };
+        if let Some(slot) = slot {
+            self.inflight.insert(pkid, slot);
+        }
+    }
+
+    /// rumqttc parked the oldest submission because `pkid` is still in flight; it is written
+    /// (and reported by `on_sent(pkid)`) once that pkid is acknowledged.
+    fn on_collision(&mut self, pkid: u16) {
+        if let Some(slot) = self.fifo.pop_front() {
+            self.collided = Some((pkid, slot));
+        }
+    }
+
+    /// The broker acknowledged `pkid`: the outbox entry leaves the outbox; more may be sent.
+    fn on_puback(&mut self, pkid: u16, client: &AsyncClient) {
+        if let Some(slot) = self.inflight.remove(&pkid) {
+            self.settle(slot);
+            self.pump(client);
+        }
+    }
+
     fn drop_connection_state(&mut self) {
         self.connected = false;
         self.fifo.clear();
@@ -357,7 +413,8 @@ impl Publisher {
     /// publisher and the channel of inbound clock/arbiter messages.
     ///
     /// Must be called inside a tokio runtime. Unacknowledged entries from a previous run are
-    /// delivered first.
+    /// delivered first. The caller must keep draining the inbound channel: while it is full the
+    /// MQTT task waits (backpressure to the broker), and acknowledgements wait with it.
     pub fn start(
         config: MqttConfig,
     ) -> Result<(Publisher, mpsc::Receiver<InboundMessage>), PublishError> {
@@ -381,8 +438,6 @@ impl Publisher {
             .map(TableId::new)
             .collect::<Result<Vec<_>, _>>()?;
         let outbox = Outbox::open(config.outbox.clone())?;
-        let recovered = outbox.len();
-        let outbox_last_seq = outbox.last_seq();
         let fsync = outbox.fsync_policy();
 
         let mut options = MqttOptions::new(
@@ -424,26 +479,10 @@ impl Publisher {
             FsyncPolicy::Never => (None, None),
         };
         let progress = Arc::new(Notify::new());
-        let shared = Arc::new(Mutex::new(Shared {
+        let shared = Arc::new(Mutex::new(Shared::new(
             outbox,
-            connected: false,
-            stopping: false,
-            fifo: VecDeque::new(),
-            inflight: HashMap::new(),
-            collided: None,
-            submitted_upto: 0,
-            durable_upto: outbox_last_seq,
-            entries_in_flight: 0,
-            controls_in_flight: 0,
-            window: usize::from(config.inflight),
-            enqueued_at: HashMap::new(),
-            latencies: Vec::new(),
-            stats: PublisherStats {
-                pending: recovered,
-                ..Default::default()
-            },
-            error_seq: 0,
-        }));
+            usize::from(config.inflight),
+        )));
         let settings = Arc::new(Settings {
             daemon,
             filters: subscription_filters(&tables),
@@ -677,69 +716,51 @@ async fn run(
                 drop(s);
                 progress.notify_waiters();
             }
-            Ok(Event::Outgoing(Outgoing::Publish(pkid))) => {
-                let mut s = lock(&shared);
-                let slot = match s.collided {
-                    Some((p, slot)) if p == pkid => {
-                        s.collided = None;
-                        Some(slot)
-                    }
-                    _ => s.fifo.pop_front(),
-                };
-                if let Some(slot) = slot {
-                    s.inflight.insert(pkid, slot);
-                }
-            }
-            Ok(Event::Outgoing(Outgoing::AwaitAck(pkid))) => {
-                let mut s = lock(&shared);
-                if let Some(slot) = s.fifo.pop_front() {
-                    s.collided = Some((pkid, slot));
-                }
-            }
+            Ok(Event::Outgoing(Outgoing::Publish(pkid))) => lock(&shared).on_sent(pkid),
+            Ok(Event::Outgoing(Outgoing::AwaitAck(pkid))) => lock(&shared).on_collision(pkid),
             Ok(Event::Incoming(Incoming::PubAck(ack))) => {
-                let mut s = lock(&shared);
-                if let Some(slot) = s.inflight.remove(&ack.pkid) {
-                    s.settle(slot);
-                    s.pump(&client);
-                }
-                drop(s);
+                lock(&shared).on_puback(ack.pkid, &client);
                 progress.notify_waiters();
             }
             Ok(Event::Incoming(Incoming::Publish(publish))) => {
-                let message =
-                    match parse_inbound_for(&settings.tables, &publish.topic, &publish.payload) {
-                        Ok(input) => {
-                            lock(&shared).stats.inbound += 1;
-                            InboundMessage::Input(input)
-                        }
-                        Err(error) => {
-                            log::warn!("mqtt: rejected input: {error}");
-                            let mut s = lock(&shared);
-                            s.stats.rejected += 1;
-                            if settings.publish_input_errors
-                                && let Some(table) = InboundError::table_in_topic(&publish.topic)
-                            {
-                                s.error_seq += 1;
-                                let ts = now_ms();
-                                let id =
-                                    format!("{}-input-error-{ts}-{}", settings.daemon, s.error_seq);
-                                let event = error.error_event(&id, &table, &publish.topic, ts);
-                                if let Err(e) = s.queue(
-                                    &client,
-                                    settings.sync_wake.as_ref(),
-                                    error_topic(&table),
-                                    event.to_string(),
-                                    false,
-                                ) {
-                                    log::error!("mqtt: cannot queue error event: {e}");
-                                }
+                let message = match parse_inbound_message(
+                    &settings.tables,
+                    &publish.topic,
+                    &publish.payload,
+                    publish.retain,
+                ) {
+                    Ok(input) => {
+                        lock(&shared).stats.inbound += 1;
+                        InboundMessage::Input(input)
+                    }
+                    Err(error) => {
+                        log::warn!("mqtt: rejected input: {error}");
+                        let mut s = lock(&shared);
+                        s.stats.rejected += 1;
+                        if settings.publish_input_errors
+                            && let Some(table) = InboundError::table_in_topic(&publish.topic)
+                        {
+                            s.error_seq += 1;
+                            let ts = now_ms();
+                            let id =
+                                format!("{}-input-error-{ts}-{}", settings.daemon, s.error_seq);
+                            let event = error.error_event(&id, &table, &publish.topic, ts);
+                            if let Err(e) = s.queue(
+                                &client,
+                                settings.sync_wake.as_ref(),
+                                error_topic(&table),
+                                event.to_string(),
+                                false,
+                            ) {
+                                log::error!("mqtt: cannot queue error event: {e}");
                             }
-                            InboundMessage::Rejected {
-                                topic: publish.topic.clone(),
-                                error,
-                            }
                         }
-                    };
+                        InboundMessage::Rejected {
+                            topic: publish.topic.clone(),
+                            error,
+                        }
+                    }
+                };
                 if inbound_tx.send(message).await.is_err() {
                     log::debug!("mqtt: inbound receiver dropped");
                 }
@@ -898,6 +919,74 @@ mod tests {
             ..base.clone()
         };
         assert!(matches!(Publisher::start(pw), Err(PublishError::Config(_))));
+    }
+
+    fn pending_seqs(outbox: &Outbox) -> Vec<u64> {
+        outbox.pending().map(|e| e.seq).collect()
+    }
+
+    /// The pkid bookkeeping, driven with the event sequence rumqttc produces, including a
+    /// packet-id collision and a reconnect.
+    #[test]
+    fn pkid_mapping_follows_rumqttc_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = Outbox::open(OutboxConfig {
+            dir: dir.path().to_path_buf(),
+            fsync: FsyncPolicy::Never,
+            ..Default::default()
+        })
+        .unwrap();
+        // A client whose event loop is never polled: try_publish only fills its queue.
+        let (client, _eventloop) = AsyncClient::new(MqttOptions::new("t", "127.0.0.1", 9), 64);
+        let mut s = Shared::new(outbox, 3);
+        s.connected = true;
+        for i in 1..=4 {
+            let seq = s
+                .queue(
+                    &client,
+                    None,
+                    format!("tandem/v1/t/event/e{i}"),
+                    "{}".into(),
+                    false,
+                )
+                .unwrap();
+            assert_eq!(seq, i);
+        }
+        assert_eq!(
+            s.fifo,
+            VecDeque::from([Slot::Entry(1), Slot::Entry(2), Slot::Entry(3)])
+        );
+        assert_eq!(s.stats.sent, 3, "window of 3 holds entry 4 back");
+        s.on_sent(1);
+        s.on_sent(2);
+        s.on_collision(1); // entry 3 got pkid 1, still in flight for entry 1
+        assert_eq!(s.collided, Some((1, Slot::Entry(3))));
+        s.on_puback(1, &client); // acknowledges entry 1, not entry 3
+        assert_eq!(pending_seqs(&s.outbox), vec![2, 3, 4]);
+        assert_eq!(
+            s.fifo,
+            VecDeque::from([Slot::Entry(4)]),
+            "window freed: 4 submitted"
+        );
+        s.on_sent(1); // the parked entry 3 is written with pkid 1
+        s.on_sent(3);
+        assert_eq!(s.inflight.get(&1), Some(&Slot::Entry(3)));
+        assert_eq!(s.inflight.get(&3), Some(&Slot::Entry(4)));
+        s.on_puback(2, &client);
+        s.on_puback(1, &client);
+        assert_eq!(pending_seqs(&s.outbox), vec![4]);
+        s.on_puback(7, &client); // unsolicited: ignored
+        // Connection lost before entry 4's PUBACK: it is sent again after reconnecting.
+        s.drop_connection_state();
+        s.connected = true;
+        s.pump(&client);
+        assert_eq!(s.fifo, VecDeque::from([Slot::Entry(4)]));
+        s.on_sent(1);
+        s.on_puback(1, &client);
+        assert!(s.outbox.is_empty());
+        assert_eq!(s.stats.acked, 4);
+        assert_eq!(s.stats.sent, 5);
+        assert_eq!(s.latencies.len(), 4);
     }
 
     #[tokio::test]

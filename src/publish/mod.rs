@@ -18,6 +18,6 @@ pub use outbox::{FsyncPolicy, Outbox, OutboxConfig, OutboxEntry, OutboxError, Re
 pub use payloads::{
     ArbiterCommand, ArbiterMessage, ClaimKind, ClockCommand, ClockCommandKind, ClockFlag,
     ClockInput, ClockPress, ClockTime, EventError, EventMeta, Inbound, InboundError, Presence,
-    Side, StatusPayload, parse_inbound, parse_inbound_for,
+    Side, StatusPayload, parse_inbound, parse_inbound_for, parse_inbound_message,
 };
 pub use topics::{Board, ClockInputKind, DaemonId, TableId, TopicError};

@@ -241,6 +241,12 @@ pub enum InboundError {
         expected: String,
         found: String,
     },
+    /// A press, flag or arbiter command delivered from the broker's retained store: it would be
+    /// replayed on every reconnect, so it is refused (only `clock/<board>/time` may be retained).
+    #[error(
+        "topic {topic:?}: retained message refused (publish presses, flags and commands with retain = false)"
+    )]
+    Retained { topic: String },
     /// The payload's `board` differs from the topic's (or is not `A`/`B`).
     #[error(
         "topic {topic:?}: payload board {found:?} does not match the topic's board {expected:?}"
@@ -266,6 +272,7 @@ impl InboundError {
             InboundError::UnknownCommand { .. } => "unknown_command",
             InboundError::Invalid { .. } => "invalid_payload",
             InboundError::WrongTable { .. } => "wrong_table",
+            InboundError::Retained { .. } => "retained_input",
             InboundError::WrongBoard { .. } => "wrong_board",
         }
     }
@@ -294,6 +301,31 @@ impl InboundError {
 /// Parses a message on any subscribed topic, for any table.
 pub fn parse_inbound(topic: &str, bytes: &[u8]) -> Result<Inbound, InboundError> {
     parse_inbound_for(&[], topic, bytes)
+}
+
+/// Parses a message as delivered by the broker: like [`parse_inbound_for`], and a `retained`
+/// delivery is refused except on `clock/<board>/time` (a retained press, flag or command would be
+/// replayed on every reconnect).
+pub fn parse_inbound_message(
+    tables: &[TableId],
+    topic: &str,
+    bytes: &[u8],
+    retained: bool,
+) -> Result<Inbound, InboundError> {
+    let inbound = parse_inbound_for(tables, topic, bytes)?;
+    let may_be_retained = matches!(
+        inbound,
+        Inbound::Clock {
+            input: ClockInput::Time(_),
+            ..
+        }
+    );
+    if retained && !may_be_retained {
+        return Err(InboundError::Retained {
+            topic: topic.to_string(),
+        });
+    }
+    Ok(inbound)
 }
 
 /// Parses a message, accepting only `tables` (all tables when empty).
@@ -730,6 +762,28 @@ mod tests {
         // Every name in NAMES is a real variant: a serialised command's tag is listed.
         let sample = serde_json::to_value(ArbiterCommand::SetRules { rules: "x".into() }).unwrap();
         assert!(ArbiterCommand::NAMES.contains(&sample["cmd"].as_str().unwrap()));
+    }
+
+    #[test]
+    fn retained_commands_are_refused_but_retained_times_accepted() {
+        let time = br#"{"white_ms":1,"black_ms":2,"ts":5}"#;
+        let press = br#"{"side":"white","ts":1}"#;
+        let cmd = br#"{"cmd":"agree_draw"}"#;
+        assert!(parse_inbound_message(&[], "tandem/v1/t1/clock/A/time", time, true).is_ok());
+        assert!(parse_inbound_message(&[], PRESS, press, false).is_ok());
+        let e = parse_inbound_message(&[], PRESS, press, true).unwrap_err();
+        assert_eq!(e.code(), "retained_input");
+        assert!(matches!(
+            parse_inbound_message(&[], ARB, cmd, true),
+            Err(InboundError::Retained { .. })
+        ));
+        // Malformed beats retained: the more specific error is reported.
+        assert_eq!(
+            parse_inbound_message(&[], ARB, b"{", true)
+                .unwrap_err()
+                .code(),
+            "malformed_json"
+        );
     }
 
     #[test]
