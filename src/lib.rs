@@ -7,4 +7,5 @@
 //! with `capture` and `sim` producing frames and `runtime` locating native libraries.
 
 pub mod runtime;
+pub mod sim;
 pub mod vision;

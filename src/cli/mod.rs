@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod sim;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
 #[derive(Debug, Parser)]
@@ -18,11 +19,14 @@ enum Command {
     Demo(demo::Args),
     /// Check that the native runtime pieces are in place (ONNX Runtime) and say where they are.
     Doctor,
+    /// The table simulator: render camera frames of a bughouse table with ground truth.
+    Sim(sim::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Doctor => demo::doctor(),
+        Command::Sim(args) => sim::run(args),
     }
 }
