@@ -184,8 +184,9 @@ pub fn render_image(
 
 fn build_shadow_map(scene: &Scene, world: &[WorldMesh], size: usize) -> ShadowMap {
     let [tw, td] = scene.layout.table_size;
-    let lo = Vec3::new(-tw * 0.5 - 0.05, -td * 0.5 - 0.05, -0.05);
-    let hi = Vec3::new(tw * 0.5 + 0.05, td * 0.5 + 0.05, 0.25);
+    // The table and the floor around it: the table's own shadow grounds it in the room.
+    let lo = Vec3::new(-tw * 0.5 - 0.4, -td * 0.5 - 0.4, -0.75);
+    let hi = Vec3::new(tw * 0.5 + 0.4, td * 0.5 + 0.4, 0.25);
     let mut sm = ShadowMap::new(scene.light.direction, lo, hi, size.max(16));
     for (obj, wm) in scene.objects.iter().zip(world) {
         if !obj.casts_shadow {

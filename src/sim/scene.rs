@@ -186,6 +186,8 @@ pub struct Variation {
     pub blur_px: f32,
     /// Exposure drift amplitude in stops.
     pub exposure_stops: f32,
+    /// Surround the table with neighbouring tables (a tournament hall), for realistic clutter.
+    pub hall: bool,
 }
 
 impl Default for Variation {
@@ -201,6 +203,7 @@ impl Default for Variation {
             noise: 0.012,
             blur_px: 0.8,
             exposure_stops: 0.3,
+            hall: true,
         }
     }
 }
@@ -219,6 +222,7 @@ impl Variation {
             noise: 0.0,
             blur_px: 0.0,
             exposure_stops: 0.0,
+            hall: false,
         }
     }
 }
@@ -277,6 +281,8 @@ pub enum ObjectKind {
     },
     /// Anything else (e.g. a hand); occludes like a piece.
     Prop,
+    /// Neighbouring tables of the hall: scenery, not part of the truth.
+    Background,
 }
 
 /// One drawn object: a shared mesh placed by a transform, with a material index.
@@ -449,7 +455,21 @@ impl SceneStyle {
                 [0.16, 0.14, 0.13],
             ],
         );
-        let (white, black) = (srgb(jit(white, &mut r)), srgb(jit(black, &mut r)));
+        let tint = |c: [f32; 3], r: &mut SimRng| {
+            // One brightness factor and a small hue shift: white pieces must not turn pink.
+            let k = if variation.colours {
+                1.0 + r.sym(0.05)
+            } else {
+                1.0
+            };
+            let warm = if variation.colours { r.sym(0.02) } else { 0.0 };
+            [
+                (c[0] * k * (1.0 + warm)).min(1.0),
+                (c[1] * k).min(1.0),
+                (c[2] * k * (1.0 - warm)).min(1.0),
+            ]
+        };
+        let (white, black) = (srgb(tint(white, &mut r)), srgb(tint(black, &mut r)));
         let (az, el) = if variation.light {
             (
                 r.range(0.0, std::f32::consts::TAU),
@@ -551,6 +571,21 @@ impl Scene {
             material: table_mat,
             casts_shadow: true,
         });
+        let leg_mat = mat(plain(srgb([0.12, 0.12, 0.13]), 0.2, 20.0));
+        let leg = Arc::new(Mesh::cuboid(Vec3::new(0.045, 0.045, 0.71)));
+        for (sx, sy) in [(-1.0f32, -1.0f32), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)] {
+            objects.push(SceneObject {
+                kind: ObjectKind::Table,
+                mesh: leg.clone(),
+                transform: Transform::at(Vec3::new(
+                    sx * (tw * 0.5 - 0.06),
+                    sy * (td * 0.5 - 0.06),
+                    -0.74,
+                )),
+                material: leg_mat,
+                casts_shadow: true,
+            });
+        }
 
         // Boards: the border fraction follows the layout.
         let mut look = style.board;
@@ -739,6 +774,34 @@ impl Scene {
                         &mut prng,
                         &mut objects,
                     );
+                }
+            }
+        }
+        if variation.hall {
+            // Copies of this table (with a seeded subset of its pieces) left, right and behind.
+            let main: Vec<SceneObject> = objects
+                .iter()
+                .filter(|o| !matches!(o.kind, ObjectKind::Floor))
+                .cloned()
+                .collect();
+            let [tw, td] = layout.table_size;
+            for (dx, dy) in [
+                (-1.0f32, 0.0f32),
+                (1.0, 0.0),
+                (-1.0, 1.0),
+                (0.0, 1.0),
+                (1.0, 1.0),
+            ] {
+                let off = Vec3::new(dx * (tw + 0.7), dy * (td + 1.1), 0.0);
+                for o in &main {
+                    if matches!(o.kind, ObjectKind::Piece { .. }) && prng.unit() < 0.4 {
+                        continue;
+                    }
+                    let mut c = o.clone();
+                    c.kind = ObjectKind::Background;
+                    c.casts_shadow = false;
+                    c.transform.translation = c.transform.translation + off;
+                    objects.push(c);
                 }
             }
         }
