@@ -47,6 +47,9 @@ struct RenderArgs {
     /// Anti-aliasing samples per pixel side (1 = fast, 2 = smoother).
     #[arg(long, default_value_t = 1)]
     supersample: u32,
+    /// Variation amplitudes from a TOML file (fields of sim::Variation).
+    #[arg(long, conflicts_with = "clean")]
+    variation: Option<PathBuf>,
     /// Render without look variation, camera jitter and sensor effects.
     #[arg(long)]
     clean: bool,
@@ -84,6 +87,11 @@ fn render(a: RenderArgs) -> anyhow::Result<()> {
     };
     if a.clean {
         settings.variation = sim::Variation::none();
+    }
+    if let Some(path) = &a.variation {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        settings.variation = toml::from_str(&text).with_context(|| path.display().to_string())?;
     }
     let t0 = Instant::now();
     let frame = sim::render_table(&a.fen, &pieces, &settings)?;

@@ -513,6 +513,14 @@ impl SceneStyle {
 }
 
 impl Scene {
+    /// Index of the piece object at a logical spot (for an animation layer that lifts or moves
+    /// it: change its `transform` and its `kind`'s spot, the truth follows the objects).
+    pub fn piece_at(&self, spot: PieceSpot) -> Option<usize> {
+        self.objects
+            .iter()
+            .position(|o| matches!(o.kind, ObjectKind::Piece { spot: s, .. } if s == spot))
+    }
+
     /// Builds the static scene for a table position.
     pub fn build(
         placement: &TablePlacement,
@@ -858,7 +866,7 @@ mod tests {
     }
 
     #[test]
-    fn scene_has_one_object_per_piece() {
+    fn scene_has_one_object_per_piece_and_finds_them() {
         let t = parse_table_fen("4k3/8/8/8/8/8/8/4K3[Qp] | 8/8/8/8/8/8/8/K6k[]").unwrap();
         let set = PieceSet::builtin();
         let s = Scene::build(
@@ -874,5 +882,26 @@ mod tests {
             .filter(|o| matches!(o.kind, ObjectKind::Piece { .. }))
             .count();
         assert_eq!(pieces, 6);
+        let e1 = s
+            .piece_at(PieceSpot::Square { board: 0, index: 4 })
+            .unwrap();
+        assert!(
+            matches!(s.objects[e1].kind, ObjectKind::Piece { piece, .. } if piece.fen_char() == 'K')
+        );
+        assert!(
+            (s.objects[e1].transform.translation - s.layout.square_centre(0, 4)).length() < 0.006
+        );
+        assert!(
+            s.piece_at(PieceSpot::Square { board: 0, index: 5 })
+                .is_none()
+        );
+        assert!(
+            s.piece_at(PieceSpot::Pocket {
+                board: 0,
+                side: Side::Black,
+                slot: 0
+            })
+            .is_some()
+        );
     }
 }

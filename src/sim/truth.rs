@@ -107,7 +107,30 @@ impl Truth {
     pub fn compute(scene: &Scene, cam: &Camera, world: &[WorldMesh], seed: u64) -> Truth {
         let layout = &scene.layout;
         let boards = std::array::from_fn(|b| {
-            let placement = &scene.placement.boards[b];
+            // Occupancy comes from where the piece objects are, so a scene an animation layer
+            // has changed (a lifted piece, a drop) reports what the camera sees.
+            let mut squares: Vec<Option<char>> = vec![None; 64];
+            let mut pocket_slots: [Vec<(usize, char)>; 2] = [Vec::new(), Vec::new()];
+            for obj in &scene.objects {
+                match obj.kind {
+                    ObjectKind::Piece {
+                        piece,
+                        spot: PieceSpot::Square { board, index },
+                    } if board == b && index < 64 => {
+                        squares[index] = Some(piece.fen_char());
+                    }
+                    ObjectKind::Piece {
+                        piece,
+                        spot: PieceSpot::Pocket { board, side, slot },
+                    } if board == b => {
+                        pocket_slots[(side == Side::Black) as usize].push((slot, piece.fen_char()));
+                    }
+                    _ => {}
+                }
+            }
+            for p in &mut pocket_slots {
+                p.sort_unstable();
+            }
             let mut occluded = Vec::new();
             for index in 0..64 {
                 let target = layout.square_centre(b, index);
@@ -138,10 +161,9 @@ impl Truth {
             let pockets = [Side::White, Side::Black].map(|side| PocketTruth {
                 side,
                 quad: layout.pocket_zone(b, side).map(|p| px(cam, p)),
-                pieces: placement
-                    .pocket_of(side)
+                pieces: pocket_slots[(side == Side::Black) as usize]
                     .iter()
-                    .map(|p| p.fen_char())
+                    .map(|&(_, c)| c)
                     .collect(),
             });
             BoardTruth {
@@ -150,11 +172,7 @@ impl Truth {
                 square_centres: (0..64)
                     .map(|i| px(cam, layout.square_centre(b, i)))
                     .collect(),
-                squares: placement
-                    .squares
-                    .iter()
-                    .map(|s| s.map(|p| p.fen_char()))
-                    .collect(),
+                squares,
                 occluded,
                 pockets,
             }
