@@ -335,11 +335,12 @@ impl ShadowMap {
         let bias = self.texel * 1.5;
         let mut lit = 0.0;
         for (dx, dy) in TAPS {
-            let (x, y) = ((mx + dx * radius).round(), (my + dy * radius).round());
+            let (x, y) = (mx + dx * radius + 0.5, my + dy * radius + 0.5);
             if x < 0.0 || y < 0.0 || x >= self.size as f32 || y >= self.size as f32 {
                 lit += 1.0;
                 continue;
             }
+            // x, y ≥ 0: truncation rounds the tap to the nearest texel.
             if self.depth[y as usize * self.size + x as usize] <= d + bias {
                 lit += 1.0;
             }

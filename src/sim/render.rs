@@ -378,7 +378,8 @@ fn warp(src: &[Vec3], canvas: &Canvas, cam: &Camera) -> Vec<Vec3> {
             let (xn, yn) = cam.undistort((x as f32 - cam.cx) / cam.f, (y as f32 - cam.cy) / cam.f);
             let sx = (canvas.scale * (cam.cx + cam.f * xn - canvas.min_x) + half).clamp(0.0, cw);
             let sy = (canvas.scale * (cam.cy + cam.f * yn - canvas.min_y) + half).clamp(0.0, ch);
-            let (x0, y0) = (sx.floor() as usize, sy.floor() as usize);
+            // sx, sy ≥ 0 after the clamp: truncation is floor.
+            let (x0, y0) = (sx as usize, sy as usize);
             let (x1, y1) = (
                 (x0 + 1).min(canvas.width - 1),
                 (y0 + 1).min(canvas.height - 1),

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::SimError;
-use super::math::Vec3;
+use super::math::{Vec3, fast_floor};
 use super::rng::{SimRng, hash3};
 
 /// A linear-RGB texture with a box-filtered mip chain; sampled bilinearly with wrap-around.
@@ -139,7 +139,7 @@ impl Texture {
         let l = &self.levels[level.min(self.levels.len() - 1)];
         let x = u * l.w as f32 - 0.5;
         let y = v * l.h as f32 - 0.5;
-        let (xf, yf) = (x.floor(), y.floor());
+        let (xf, yf) = (fast_floor(x), fast_floor(y));
         let (fx, fy) = (x - xf, y - yf);
         let wrap = |i: i64, n: usize| i.rem_euclid(n as i64) as usize;
         let (x0, y0) = (wrap(xf as i64, l.w), wrap(yf as i64, l.h));
@@ -153,16 +153,19 @@ impl Texture {
 
 /// Smooth value noise in [0, 1] on an integer lattice, periodic with `period` cells.
 pub fn value_noise(x: f32, y: f32, seed: u32, period: i32) -> f32 {
-    let (xf, yf) = (x.floor(), y.floor());
+    let (xf, yf) = (fast_floor(x), fast_floor(y));
     let (fx, fy) = (x - xf, y - yf);
     let (sx, sy) = (fx * fx * (3.0 - 2.0 * fx), fy * fy * (3.0 - 2.0 * fy));
     let p = period.max(1);
     let (xi, yi) = ((xf as i32).rem_euclid(p), (yf as i32).rem_euclid(p));
-    let h = |a: i32, b: i32| {
-        (hash3(a.rem_euclid(p), b.rem_euclid(p), seed) >> 8) as f32 / (1u32 << 24) as f32
-    };
-    let a = h(xi, yi) + (h(xi + 1, yi) - h(xi, yi)) * sx;
-    let b = h(xi, yi + 1) + (h(xi + 1, yi + 1) - h(xi, yi + 1)) * sx;
+    let (xj, yj) = (
+        if xi + 1 == p { 0 } else { xi + 1 },
+        if yi + 1 == p { 0 } else { yi + 1 },
+    );
+    let h = |a: i32, b: i32| (hash3(a, b, seed) >> 8) as f32 * (1.0 / (1u32 << 24) as f32);
+    let (h00, h10, h01, h11) = (h(xi, yi), h(xj, yi), h(xi, yj), h(xj, yj));
+    let a = h00 + (h10 - h00) * sx;
+    let b = h01 + (h11 - h01) * sx;
     a + (b - a) * sy
 }
 
