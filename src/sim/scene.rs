@@ -357,7 +357,7 @@ impl SceneStyle {
                 [0.86, 0.72, 0.50],
                 [0.90, 0.80, 0.62],
                 [0.82, 0.66, 0.44],
-                [0.93, 0.87, 0.76],
+                [0.92, 0.85, 0.66],
             ],
         );
         let dark_sq = pick(
@@ -378,9 +378,17 @@ impl SceneStyle {
                 [0.16, 0.12, 0.09],
             ],
         );
+        // Brightness ± 6 % and a slight warm/cool shift; independent per-channel jitter would
+        // turn maple pink and walnut purple.
         let jit = |c: [f32; 3], r: &mut SimRng| {
             if variation.colours {
-                c.map(|v| (v * (1.0 + r.sym(0.06))).clamp(0.0, 1.0))
+                let k = 1.0 + r.sym(0.06);
+                let warm = r.sym(0.025);
+                [
+                    (c[0] * k * (1.0 + warm)).clamp(0.0, 1.0),
+                    (c[1] * k).clamp(0.0, 1.0),
+                    (c[2] * k * (1.0 - warm)).clamp(0.0, 1.0),
+                ]
             } else {
                 c
             }
@@ -604,8 +612,8 @@ impl Scene {
             texture: Some(board_tex),
             tint: Vec3::new(1.0, 1.0, 1.0),
             detail: 0.0,
-            specular: 0.22,
-            shininess: 60.0,
+            specular: 0.12,
+            shininess: 30.0,
             uv_metres: side,
         });
         let board_mesh = Arc::new(Mesh::cuboid(Vec3::new(side, side, layout.board_thickness)));
