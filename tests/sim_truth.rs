@@ -409,7 +409,8 @@ fn obj_piece_set_loads_with_config() {
         6,
         "quad base fan-triangulated + 4 sides"
     );
-    assert_eq!(set.config.white, [0.9, 0.9, 0.85]);
+    assert_eq!(set.config.white, Some([0.9, 0.9, 0.85]));
+    assert_eq!(set.config.black, None);
     // It renders.
     let s = SimSettings {
         width: 160,
@@ -423,5 +424,16 @@ fn obj_piece_set_loads_with_config() {
     let e = PieceSet::load(dir.path()).unwrap_err().to_string();
     assert!(e.contains("rook.obj") && e.contains("out of range"), "{e}");
     std::fs::write(dir.path().join("set.toml"), "colour = 1\n").unwrap();
+    assert!(PieceSet::load(dir.path()).is_err());
+    // An explicit scale (metres per model unit) replaces the king-height normalisation.
+    std::fs::write(
+        dir.path().join("rook.obj"),
+        std::fs::read_to_string(dir.path().join("pawn.obj")).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("set.toml"), "up = \"y\"\nscale = 0.05\n").unwrap();
+    let set = PieceSet::load(dir.path()).unwrap();
+    assert!((set.meshes[5].bounds().1.z - 2.0 * 0.05).abs() < 1e-5);
+    std::fs::write(dir.path().join("set.toml"), "scale = -1.0\n").unwrap();
     assert!(PieceSet::load(dir.path()).is_err());
 }

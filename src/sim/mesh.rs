@@ -467,14 +467,17 @@ pub enum UpAxis {
 pub struct PieceSetConfig {
     /// Model axis pointing up.
     pub up: UpAxis,
-    /// Height of the king in metres after scaling (tournament sets: 0.085–0.1).
+    /// Height of the king in metres after scaling (tournament sets: 0.085–0.1); every piece
+    /// gets the same factor.
     pub king_height: f32,
+    /// Metres per model unit; when set it replaces the `king_height` normalisation.
+    pub scale: Option<f32>,
     /// Extra turn of every mesh about its vertical axis, degrees (to make the knight face +y).
     pub turn_deg: f32,
-    /// sRGB colour (0..1) of the white pieces.
-    pub white: [f32; 3],
-    /// sRGB colour (0..1) of the black pieces.
-    pub black: [f32; 3],
+    /// sRGB colour (0..1) of the white pieces; unset = drawn by the scene style.
+    pub white: Option<[f32; 3]>,
+    /// sRGB colour (0..1) of the black pieces; unset = drawn by the scene style.
+    pub black: Option<[f32; 3]>,
 }
 
 impl Default for PieceSetConfig {
@@ -482,9 +485,10 @@ impl Default for PieceSetConfig {
         PieceSetConfig {
             up: UpAxis::Z,
             king_height: 0.095,
+            scale: None,
             turn_deg: 0.0,
-            white: [0.88, 0.76, 0.56],
-            black: [0.11, 0.085, 0.07],
+            white: None,
+            black: None,
         }
     }
 }
@@ -618,16 +622,17 @@ impl PieceSet {
             let (lo, hi) = meshes[PieceKind::King.index()].bounds();
             hi.z - lo.z
         };
-        if king_h.is_nan()
-            || king_h <= 1e-9
-            || !config.king_height.is_finite()
-            || config.king_height <= 0.0
-        {
+        if king_h.is_nan() || king_h <= 1e-9 {
             return Err(SimError::Mesh(format!(
                 "{name}: the king has no height (flat or empty meshes are not supported)"
             )));
         }
-        let s = config.king_height / king_h;
+        let s = config.scale.unwrap_or(config.king_height / king_h);
+        if !s.is_finite() || s <= 0.0 || s * king_h > 1.0 {
+            return Err(SimError::Config(format!(
+                "{name}: scale/king_height must give a king between 0 and 1 m tall"
+            )));
+        }
         let turn = Mat3::rot_z(config.turn_deg.to_radians());
         for m in &mut meshes {
             m.transform_linear(&turn);

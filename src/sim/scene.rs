@@ -703,12 +703,9 @@ impl Scene {
             Some([w, b]) => (Some(w.clone()), Some(b.clone())),
             None => (None, None),
         };
-        let use_set_colours = !variation.colours;
-        let (wc, bc) = if use_set_colours {
-            (srgb(set.config.white), srgb(set.config.black))
-        } else {
-            (style.white, style.black)
-        };
+        // Colours a set's config names win over the style's.
+        let wc = set.config.white.map(srgb).unwrap_or(style.white);
+        let bc = set.config.black.map(srgb).unwrap_or(style.black);
         let white_mat = mat(piece_mat(wc, wt));
         let black_mat = mat(piece_mat(bc, bt));
         let meshes: Vec<Arc<Mesh>> = PieceKind::ALL

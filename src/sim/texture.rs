@@ -98,6 +98,9 @@ impl Texture {
             .map_err(|e| SimError::Image(format!("{}: {e}", path.display())))?
             .to_rgb8();
         let (w, h) = (img.width() as usize, img.height() as usize);
+        if w == 0 || h == 0 {
+            return Err(SimError::Image(format!("{}: empty image", path.display())));
+        }
         let lut: Vec<f32> = (0..256).map(|i| srgb_to_linear(i as f32 / 255.0)).collect();
         let mut t = Vec::with_capacity(w * h);
         for y in 0..h {
