@@ -293,6 +293,53 @@ mod tests {
         }
     }
 
+    fn write_board(squares: &[Option<Piece>; 64]) -> String {
+        let mut out = String::new();
+        for rank in (0..8).rev() {
+            let mut empty = 0;
+            for file in 0..8 {
+                match squares[rank * 8 + file] {
+                    Some(p) => {
+                        if empty > 0 {
+                            out.push_str(&empty.to_string());
+                            empty = 0;
+                        }
+                        out.push(p.fen_char());
+                    }
+                    None => empty += 1,
+                }
+            }
+            if empty > 0 {
+                out.push_str(&empty.to_string());
+            }
+            if rank > 0 {
+                out.push('/');
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_errors_without_panicking(s in "\\PC{0,120}") {
+            let _ = parse_table_fen(&s);
+        }
+
+        #[test]
+        fn written_placements_read_back(cells in proptest::collection::vec(0u8..13, 128)) {
+            let letters = ['P', 'N', 'B', 'R', 'Q', 'K', 'p', 'n', 'b', 'r', 'q', 'k'];
+            let board = |part: &[u8]| -> [Option<Piece>; 64] {
+                std::array::from_fn(|i| letters.get(part[i] as usize).and_then(|&c| Piece::from_fen_char(c)))
+            };
+            let (a, b) = (board(&cells[..64]), board(&cells[64..]));
+            let fen = format!("{}[Qp] w - - | {} b", write_board(&a), write_board(&b));
+            let t = parse_table_fen(&fen).unwrap();
+            proptest::prop_assert_eq!(t.boards[0].squares, a);
+            proptest::prop_assert_eq!(t.boards[1].squares, b);
+            proptest::prop_assert_eq!(t.boards[0].pocket.len(), 2);
+        }
+    }
+
     #[test]
     fn square_names() {
         assert_eq!(square_name(0), "a1");
