@@ -43,7 +43,7 @@ impl Default for TableLayout {
             board_gap: 0.12,
             table_size: [2.0, 0.9],
             clock_size: [0.075, 0.17, 0.06],
-            pocket_size: [0.1, 0.16],
+            pocket_size: [0.13, 0.2],
             pocket_margin: 0.018,
         }
     }
@@ -134,13 +134,14 @@ impl TableLayout {
     /// Where the `slot`-th of `count` pocket pieces stands (table top).
     pub fn pocket_slot(&self, board: BoardId, side: Side, slot: usize, count: usize) -> Vec3 {
         let z = self.pocket_zone(board, side);
-        let cols = if count <= 8 {
+        let cols = if count <= 6 {
             2
         } else if count <= 15 {
             3
         } else {
             4
         };
+        // Three columns of five hold 15 pieces ~4 cm apart; more crowd together, as in play.
         let rows = count.div_ceil(cols).max(4);
         let (c, r) = (slot % cols, slot / cols);
         let fu = (c as f32 + 0.5) / cols as f32;
