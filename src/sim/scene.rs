@@ -399,13 +399,29 @@ impl SceneStyle {
             jit(dark_sq, &mut r),
             jit(border, &mut r),
         );
-        let board = BoardLook {
+        let mut board = BoardLook {
             light: wood(light_sq, 0.74, 12.0, seed),
             dark: wood(dark_sq, 0.62, 12.0, seed ^ 0xA5),
             border: wood(border, 0.65, 10.0, seed ^ 0x3C),
             border_fraction: 0.0,
             inlay: None,
+            flat: false,
         };
+        // Roll-up vinyl boards (buff and green/brown, light margin) are as common in clubs as
+        // wooden ones; drawn from a separate stream so the wooden looks keep their seeds.
+        let mut rv = rng.fork(0x7171);
+        if variation.colours && rv.unit() < 0.3 {
+            let dark = [[0.22, 0.42, 0.27], [0.42, 0.27, 0.17], [0.2, 0.2, 0.21]][rv.below(3)];
+            let light = [[0.90, 0.88, 0.76], [0.94, 0.93, 0.88]][rv.below(2)];
+            board = BoardLook {
+                light: wood(light, 1.0, 1.0, seed),
+                dark: wood(dark, 1.0, 1.0, seed ^ 0xA5),
+                border: wood(light, 1.0, 1.0, seed ^ 0x3C),
+                border_fraction: 0.0,
+                inlay: None,
+                flat: true,
+            };
+        }
         let table_kind = if variation.colours { r.below(5) } else { 0 };
         let table_colour = pick(
             &mut r,
@@ -539,6 +555,12 @@ impl Scene {
         rng: &mut SimRng,
     ) -> Scene {
         let style = SceneStyle::sample(variation, rng);
+        // A vinyl board lies flat on the table; the truth follows this layout.
+        let mut layout = layout.clone();
+        if style.board.flat {
+            layout.board_thickness = 0.003;
+        }
+        let layout = &layout;
         let mut prng = rng.fork(0xB0A2D);
         let mut objects = Vec::new();
         let mut materials = Vec::new();
@@ -613,7 +635,7 @@ impl Scene {
             texture: Some(board_tex),
             tint: Vec3::new(1.0, 1.0, 1.0),
             detail: 0.0,
-            specular: 0.12,
+            specular: if style.board.flat { 0.05 } else { 0.12 },
             shininess: 30.0,
             uv_metres: side,
         });

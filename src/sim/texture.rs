@@ -276,6 +276,8 @@ pub struct BoardLook {
     pub border_fraction: f32,
     /// Thin inlay line between border and squares (linear colour).
     pub inlay: Option<Vec3>,
+    /// A printed vinyl/roll-up board: flat colours with a faint mottle instead of wood grain.
+    pub flat: bool,
 }
 
 /// A board top: border frame around 8×8 squares, each square with its own grain offset and
@@ -289,6 +291,9 @@ pub fn board_top(look: &BoardLook, n: usize) -> Texture {
             let (fi, ri) = (x.floor(), y.floor());
             let light_sq = (fi as i32 + ri as i32) % 2 == 1;
             let mut w = if light_sq { look.light } else { look.dark };
+            if look.flat {
+                return w.light * (0.96 + 0.08 * fbm(u * 40.0, v * 40.0, w.seed, 1 << 14, 3));
+            }
             w.seed = w.seed.wrapping_add((ri as u32) * 8 + fi as u32);
             let turned = hash3(fi as i32, ri as i32, w.seed) & 1 == 1;
             let (along, across) = if turned {
@@ -323,6 +328,10 @@ pub fn board_top(look: &BoardLook, n: usize) -> Texture {
                 && inside(d_in.abs().max(d_in_y.abs()) - 0.25 * b)
             {
                 return c;
+            }
+            if look.flat {
+                return look.border.light
+                    * (0.96 + 0.08 * fbm(u * 40.0, v * 40.0, look.border.seed, 1 << 14, 3));
             }
             let horizontal = d_in_y.abs() > d_in.abs();
             let (along, across) = if horizontal { (u, v) } else { (v, u) };
@@ -415,6 +424,7 @@ mod tests {
             border: wood([0.3, 0.2, 0.1], 3),
             border_fraction: 0.06,
             inlay: None,
+            flat: false,
         };
         let t = board_top(&look, 128);
         let sq = (1.0 - 0.12) / 8.0;
