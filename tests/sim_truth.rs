@@ -460,3 +460,63 @@ fn obj_piece_set_loads_with_config() {
     std::fs::write(dir.path().join("set.toml"), "scale = -1.0\n").unwrap();
     assert!(PieceSet::load(dir.path()).is_err());
 }
+
+#[test]
+fn cli_writes_jpeg_and_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, truth) = (dir.path().join("frame.jpg"), dir.path().join("truth.json"));
+    let cam = dir.path().join("cam.toml");
+    std::fs::write(&cam, "height = 1.1\nyaw_deg = 5.0\nk1 = -0.05\n").unwrap();
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .args([
+            "sim",
+            "render",
+            "4k3/8/8/8/8/8/8/4K3[Q] | 4k3/8/8/8/8/8/8/4K3[q]",
+            "--seed",
+            "3",
+            "--width",
+            "160",
+            "--height",
+            "90",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .arg("--truth")
+        .arg(&truth)
+        .arg("--camera")
+        .arg(&cam)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(&bytes[..3], &[0xFF, 0xD8, 0xFF], "JPEG magic");
+    let img = image::load_from_memory(&bytes).unwrap();
+    assert_eq!((img.width(), img.height()), (160, 90));
+    let t: Truth = serde_json::from_str(&std::fs::read_to_string(&truth).unwrap()).unwrap();
+    assert_eq!((t.width, t.height, t.seed), (160, 90, 3));
+    assert!(
+        t.camera.height > 1.0,
+        "camera file used (jitter is only ±4 cm)"
+    );
+    assert_eq!(t.boards[0].pockets[0].pieces, "Q");
+    assert_eq!(t.boards[1].pockets[1].pieces, "q");
+    // An unknown preset is a usage-level error, not a panic.
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .args([
+            "sim",
+            "render",
+            "8/8/8/8/8/8/8/8 | 8/8/8/8/8/8/8/8",
+            "--camera-preset",
+            "drone",
+            "--out",
+        ])
+        .arg(dir.path().join("x.png"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown camera preset 'drone'"));
+}
