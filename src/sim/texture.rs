@@ -51,7 +51,12 @@ pub fn srgb(c: [f32; 3]) -> Vec3 {
 
 impl Texture {
     /// Builds a texture from `w × h` linear texels (row 0 is v = 0).
+    ///
+    /// # Panics
+    /// If the size is zero or `texels.len() != w * h` (a programming error: file input goes
+    /// through [`Texture::load`], which checks).
     pub fn from_texels(w: usize, h: usize, texels: Vec<Vec3>) -> Texture {
+        assert!(w > 0 && h > 0, "texture size must be positive");
         assert_eq!(texels.len(), w * h, "texel count must match the size");
         let mut levels = vec![Level { w, h, texels }];
         while let Some(l) = levels.last() {
