@@ -520,3 +520,63 @@ fn cli_writes_jpeg_and_truth() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown camera preset 'drone'"));
 }
+
+#[test]
+fn a_lifted_piece_leaves_its_square_in_the_truth_and_the_image() {
+    use tandem_monitor::sim::math::Vec3;
+    use tandem_monitor::sim::scene::{ObjectKind, PieceSpot};
+    let pieces = PieceSet::builtin();
+    let settings = SimSettings {
+        width: 320,
+        height: 180,
+        seed: 4,
+        shadow_map: 512,
+        ..SimSettings::default()
+    };
+    let placement = sim::parse_table_fen("4k3/8/8/8/8/8/8/4K3 | 4k3/8/8/8/8/8/8/4K3").unwrap();
+    let (mut scene, camera) = sim::build_scene(&placement, &pieces, &settings).unwrap();
+    let before = sim::render_scene(&scene, &camera, &settings);
+    let e1 = PieceSpot::Square { board: 0, index: 4 };
+    let i = scene.piece_at(e1).expect("white king on e1 of board A");
+    let ObjectKind::Piece { piece, .. } = scene.objects[i].kind else {
+        unreachable!("piece_at returns pieces")
+    };
+    scene.objects[i].kind = ObjectKind::Piece {
+        piece,
+        spot: PieceSpot::InHand,
+    };
+    scene.objects[i].transform.translation =
+        scene.objects[i].transform.translation + Vec3::new(0.15, 0.0, 0.1);
+    let after = sim::render_scene(&scene, &camera, &settings);
+    assert_eq!(before.truth.boards[0].squares[4], Some('K'));
+    assert_eq!(after.truth.boards[0].squares[4], None);
+    assert_eq!(after.truth.boards[1], before.truth.boards[1]);
+    // The pixels where the king stood changed (the board shows through now); the other
+    // board's did not.
+    let window_change = |board: usize, index: usize| {
+        let [x, y] = before.truth.boards[board].square_centres[index];
+        let mut sum = 0i64;
+        for dy in -12..=0 {
+            for dx in -4..=4 {
+                let (px, py) = (
+                    (x.round() as i64 + dx) as u32,
+                    (y.round() as i64 + dy) as u32,
+                );
+                let (a, b) = (
+                    before.image.get_pixel(px, py).0,
+                    after.image.get_pixel(px, py).0,
+                );
+                sum += (0..3)
+                    .map(|c| (a[c] as i64 - b[c] as i64).abs())
+                    .sum::<i64>();
+            }
+        }
+        sum as f64 / (13.0 * 9.0 * 3.0)
+    };
+    let here = window_change(0, 4);
+    let elsewhere = window_change(1, 60);
+    assert!(
+        here > 8.0 && elsewhere < 1.0,
+        "mean change at e1 {here:.1}, on board B {elsewhere:.1}"
+    );
+}

@@ -161,19 +161,25 @@ pub fn render_table(
 ) -> Result<Frame, SimError> {
     let placement = parse_table_fen(fen)?;
     let (scene, camera) = build_scene(&placement, pieces, settings)?;
+    Ok(render_scene(&scene, &camera, settings))
+}
+
+/// Renders a prepared scene (e.g. one scene seen from several cameras, or a scene an animation
+/// layer has changed); post effects and noise follow `settings.seed`.
+pub fn render_scene(scene: &Scene, camera: &Camera, settings: &SimSettings) -> Frame {
     let post = post_effects(&settings.variation, settings.seed, settings.jpeg_artifacts);
     let opts = RenderOptions {
         supersample: settings.supersample.clamp(1, 4),
         shadow_map: settings.shadow_map.clamp(64, 8192),
     };
     let image = render::render_image(
-        &scene,
-        &camera,
+        scene,
+        camera,
         &opts,
         &post,
         &mut SimRng::new(settings.seed).fork(4),
     );
-    let world = render::world_meshes(&scene);
-    let truth = Truth::compute(&scene, &camera, &world, settings.seed);
-    Ok(Frame { image, truth })
+    let world = render::world_meshes(scene);
+    let truth = Truth::compute(scene, camera, &world, settings.seed);
+    Frame { image, truth }
 }
