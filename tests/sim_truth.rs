@@ -5,8 +5,10 @@ use image::RgbImage;
 use tandem_monitor::sim::texture::srgb_to_linear;
 use tandem_monitor::sim::{self, Camera, CameraConfig, PieceSet, SimSettings, Truth};
 
-/// A sparse position: nothing stands on the edge ranks/files, so the edges are visible.
-const SPARSE: &str = "8/8/2k5/4p3/3P4/5K2/8/8[Qp] | 8/8/3k4/8/4B3/2K5/8/8[n]";
+/// A sparse position: only pawns in the centre and no pockets, so that from every test pose no
+/// piece stands between the camera and the frame (a king on the third rank seen at 25° hides
+/// the edge behind it).
+const SPARSE: &str = "8/8/8/3p4/4P3/8/8/8 | 8/8/8/4p3/3P4/8/8/8";
 
 fn luminance(img: &RgbImage, x: f32, y: f32) -> f32 {
     let (w, h) = (img.width() as i64, img.height() as i64);
@@ -152,8 +154,8 @@ fn edge_offsets(img: &RgbImage, truth: &Truth, board: usize) -> (Vec<f32>, usize
     let map = BoardMap::new(truth, &truth.boards[board].corners);
     let mut found = Vec::new();
     let mut tried = 0;
-    for i in 0..8 {
-        let c = i as f64 + 0.5;
+    // Two points per edge square, clear of the notation printed mid-square on the frame.
+    for (i, c) in (0..8).flat_map(|i| [(i, i as f64 + 0.22), (i, i as f64 + 0.78)]) {
         // (point on edge, a point slightly inside, a point along the edge), with the square.
         let cases = [
             ((c, 0.0), (c, 0.1), (c + 0.1, 0.0), (i, 0)),
@@ -179,7 +181,7 @@ fn edge_offsets(img: &RgbImage, truth: &Truth, board: usize) -> (Vec<f32>, usize
                 (at(2.5) + at(3.0) + at(3.5)) / 3.0,
                 (at(-2.0) + at(-2.2) + at(-2.4)) / 3.0,
             );
-            if (square - frame).abs() < 0.25 * square.max(frame) {
+            if (square - frame).abs() < 0.4 * square.max(frame) {
                 continue;
             }
             let sign = (square - frame).signum();
@@ -225,7 +227,7 @@ fn truth_corners_match_rendered_board_edges() {
         for b in 0..2 {
             let (offsets, tried) = edge_offsets(&frame.image, &frame.truth, b);
             assert!(
-                offsets.len() >= 12,
+                offsets.len() >= 20,
                 "{preset} board {b}: only {}/{tried} edges found",
                 offsets.len()
             );

@@ -399,6 +399,8 @@ impl SceneStyle {
             jit(dark_sq, &mut r),
             jit(border, &mut r),
         );
+        // Most tournament boards carry notation on the frame (drawn from its own stream).
+        let rv_notation = rng.fork(0x7272).unit() < 0.6;
         let mut board = BoardLook {
             light: wood(light_sq, 0.74, 12.0, seed),
             dark: wood(dark_sq, 0.62, 12.0, seed ^ 0xA5),
@@ -406,6 +408,7 @@ impl SceneStyle {
             border_fraction: 0.0,
             inlay: None,
             flat: false,
+            notation: variation.colours && rv_notation,
         };
         // Roll-up vinyl boards (buff and green/brown, light margin) are as common in clubs as
         // wooden ones; drawn from a separate stream so the wooden looks keep their seeds.
@@ -420,6 +423,7 @@ impl SceneStyle {
                 border_fraction: 0.0,
                 inlay: None,
                 flat: true,
+                notation: rv.unit() < 0.8,
             };
         }
         let table_kind = if variation.colours { r.below(5) } else { 0 };

@@ -283,6 +283,92 @@ pub struct BoardLook {
     pub inlay: Option<Vec3>,
     /// A printed vinyl/roll-up board: flat colours with a faint mottle instead of wood grain.
     pub flat: bool,
+    /// Files and ranks printed on the frame.
+    pub notation: bool,
+}
+
+/// 5×7 bitmaps (rows top to bottom, bit 4 = leftmost column) of the notation printed on a
+/// board's frame: files `a`–`h`, ranks `1`–`8`.
+const NOTATION_GLYPHS: [[u8; 7]; 16] = [
+    [
+        0b00000, 0b00000, 0b01110, 0b00001, 0b01111, 0b10001, 0b01111,
+    ], // a
+    [
+        0b10000, 0b10000, 0b11110, 0b10001, 0b10001, 0b10001, 0b11110,
+    ], // b
+    [
+        0b00000, 0b00000, 0b01110, 0b10000, 0b10000, 0b10001, 0b01110,
+    ], // c
+    [
+        0b00001, 0b00001, 0b01111, 0b10001, 0b10001, 0b10001, 0b01111,
+    ], // d
+    [
+        0b00000, 0b00000, 0b01110, 0b10001, 0b11111, 0b10000, 0b01110,
+    ], // e
+    [
+        0b00110, 0b01001, 0b01000, 0b11100, 0b01000, 0b01000, 0b01000,
+    ], // f
+    [
+        0b00000, 0b01111, 0b10001, 0b10001, 0b01111, 0b00001, 0b01110,
+    ], // g
+    [
+        0b10000, 0b10000, 0b10110, 0b11001, 0b10001, 0b10001, 0b10001,
+    ], // h
+    [
+        0b00100, 0b01100, 0b00100, 0b00100, 0b00100, 0b00100, 0b01110,
+    ], // 1
+    [
+        0b01110, 0b10001, 0b00001, 0b00010, 0b00100, 0b01000, 0b11111,
+    ], // 2
+    [
+        0b11111, 0b00010, 0b00100, 0b00010, 0b00001, 0b10001, 0b01110,
+    ], // 3
+    [
+        0b00010, 0b00110, 0b01010, 0b10010, 0b11111, 0b00010, 0b00010,
+    ], // 4
+    [
+        0b11111, 0b10000, 0b11110, 0b00001, 0b00001, 0b10001, 0b01110,
+    ], // 5
+    [
+        0b00110, 0b01000, 0b10000, 0b11110, 0b10001, 0b10001, 0b01110,
+    ], // 6
+    [
+        0b11111, 0b00001, 0b00010, 0b00100, 0b01000, 0b01000, 0b01000,
+    ], // 7
+    [
+        0b01110, 0b10001, 0b10001, 0b01110, 0b10001, 0b10001, 0b01110,
+    ], // 8
+];
+
+/// Whether board-texture point (u, v) lies on a stroke of the frame's notation. Letters stand
+/// in the middle of the bottom and top frame under each file, digits in the left and right
+/// frame beside each rank, all upright for White.
+fn on_notation(u: f32, v: f32, b: f32, sq: f32) -> bool {
+    let gh = 0.42 * b; // glyph height
+    let gw = gh * 5.0 / 7.0;
+    let cell = |du: f32, dv: f32, glyph: usize| -> bool {
+        // du, dv: offset from the glyph centre.
+        let gx = du / gw + 0.5;
+        let gy = 0.5 - dv / gh;
+        if !(0.0..1.0).contains(&gx) || !(0.0..1.0).contains(&gy) {
+            return false;
+        }
+        let (col, row) = ((gx * 5.0) as usize, (gy * 7.0) as usize);
+        NOTATION_GLYPHS[glyph][row.min(6)] >> (4 - col.min(4)) & 1 == 1
+    };
+    let x = (u - b) / sq;
+    let y = (v - b) / sq;
+    if (0.0..8.0).contains(&x) && (v < b || v > 1.0 - b) {
+        let f = x.floor();
+        let cv = if v < b { b * 0.5 } else { 1.0 - b * 0.5 };
+        return cell(u - (b + (f + 0.5) * sq), v - cv, f as usize);
+    }
+    if (0.0..8.0).contains(&y) && (u < b || u > 1.0 - b) {
+        let r = y.floor();
+        let cu = if u < b { b * 0.5 } else { 1.0 - b * 0.5 };
+        return cell(u - cu, v - (b + (r + 0.5) * sq), 8 + r as usize);
+    }
+    false
 }
 
 /// A board top: border frame around 8×8 squares, each square with its own grain offset and
@@ -335,8 +421,14 @@ pub fn board_top(look: &BoardLook, n: usize) -> Texture {
                 return c;
             }
             if look.flat {
+                if look.notation && on_notation(u, v, b, sq) {
+                    return look.dark.light * 0.8;
+                }
                 return look.border.light
                     * (0.96 + 0.08 * fbm(u * 40.0, v * 40.0, look.border.seed, 1 << 14, 3));
+            }
+            if look.notation && on_notation(u, v, b, sq) {
+                return look.light.light * 0.9;
             }
             let horizontal = d_in_y.abs() > d_in.abs();
             let (along, across) = if horizontal { (u, v) } else { (v, u) };
@@ -397,6 +489,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn notation_sits_in_the_frame_beside_its_file_and_rank() {
+        let (b, sq) = (0.05f32, 0.9f32 / 8.0);
+        let hits = |u0: f32, u1: f32, v0: f32, v1: f32| {
+            let mut n = 0;
+            for i in 0..200 {
+                for j in 0..200 {
+                    let (u, v) = (
+                        u0 + (u1 - u0) * i as f32 / 200.0,
+                        v0 + (v1 - v0) * j as f32 / 200.0,
+                    );
+                    n += on_notation(u, v, b, sq) as usize;
+                }
+            }
+            n
+        };
+        // Under file a (bottom frame) and beside rank 8 (left frame) there are strokes...
+        assert!(hits(b, b + sq, 0.0, b) > 100);
+        assert!(hits(0.0, b, 1.0 - b - sq, 1.0 - b) > 100);
+        // ...none on the playing area or in the frame's corners.
+        assert_eq!(hits(b, 1.0 - b, b, 1.0 - b), 0);
+        assert_eq!(hits(0.0, b, 0.0, b), 0);
+        // 'a' and 'h' differ.
+        let glyph = |u0: f32| {
+            (0..50)
+                .flat_map(|i| (0..50).map(move |j| (i, j)))
+                .filter(|&(i, j)| {
+                    on_notation(u0 + sq * i as f32 / 50.0, b * j as f32 / 50.0, b, sq)
+                })
+                .count()
+        };
+        assert_ne!(glyph(b), glyph(b + 7.0 * sq));
+    }
+
+    #[test]
     fn srgb_round_trip() {
         for i in 0..=10 {
             let c = i as f32 / 10.0;
@@ -430,6 +556,7 @@ mod tests {
             border_fraction: 0.06,
             inlay: None,
             flat: false,
+            notation: true,
         };
         let t = board_top(&look, 128);
         let sq = (1.0 - 0.12) / 8.0;
