@@ -290,6 +290,57 @@ mod tests {
     }
 
     #[test]
+    fn explicit_elevation_and_principal_point() {
+        let base = CameraConfig {
+            k1: 0.0,
+            k2: 0.0,
+            ..CameraConfig::default()
+        };
+        let aim = (base.height / base.distance).atan().to_degrees();
+        let a = Camera::new(&base, 640, 480).unwrap();
+        let b = Camera::new(
+            &CameraConfig {
+                elevation_deg: Some(aim),
+                ..base.clone()
+            },
+            640,
+            480,
+        )
+        .unwrap();
+        let p = Vec3::new(0.1, 0.2, 0.05);
+        let (pa, pb) = (a.project(p).unwrap(), b.project(p).unwrap());
+        assert!(
+            (pa[0] - pb[0]).abs() < 1e-2 && (pa[1] - pb[1]).abs() < 1e-2,
+            "{pa:?} {pb:?}"
+        );
+        // Looking 10° lower moves the target up in the image.
+        let c = Camera::new(
+            &CameraConfig {
+                elevation_deg: Some(aim + 10.0),
+                ..base.clone()
+            },
+            640,
+            480,
+        )
+        .unwrap();
+        assert!(c.project(Vec3::ZERO).unwrap()[1] < a.project(Vec3::ZERO).unwrap()[1] - 50.0);
+        // Shifting the principal point shifts every projection by the same pixels.
+        let d = Camera::new(
+            &CameraConfig {
+                principal: [0.6, 0.45],
+                ..base
+            },
+            640,
+            480,
+        )
+        .unwrap();
+        let (q, r) = (a.project(p).unwrap(), d.project(p).unwrap());
+        assert!(
+            (r[0] - q[0] - 0.1 * 639.0).abs() < 1e-2 && (r[1] - q[1] + 0.05 * 479.0).abs() < 1e-2
+        );
+    }
+
+    #[test]
     fn undistort_inverts_distortion() {
         let cam = Camera::new(
             &CameraConfig {
