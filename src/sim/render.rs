@@ -367,17 +367,75 @@ impl ContactMap {
     }
 }
 
+/// Output pixel → canvas position, through the inverse lens model. The map is smooth, so it is
+/// evaluated exactly on a grid every `STEP` pixels and interpolated bilinearly in between
+/// (error ≈ STEP²/8 · |∂²map|: < 0.04 output px even at k1 = −0.3; checked in a test).
+struct LensMap {
+    nodes_x: usize,
+    nodes: Vec<(f32, f32)>,
+}
+
+impl LensMap {
+    const STEP: usize = 8;
+
+    fn exact(canvas: &Canvas, cam: &Camera, x: f32, y: f32) -> (f32, f32) {
+        let half = (canvas.scale - 1.0) * 0.5;
+        let (xn, yn) = cam.undistort((x - cam.cx) / cam.f, (y - cam.cy) / cam.f);
+        (
+            canvas.scale * (cam.cx + cam.f * xn - canvas.min_x) + half,
+            canvas.scale * (cam.cy + cam.f * yn - canvas.min_y) + half,
+        )
+    }
+
+    fn new(canvas: &Canvas, cam: &Camera) -> LensMap {
+        let nodes_x = (cam.width as usize - 1) / Self::STEP + 2;
+        let nodes_y = (cam.height as usize - 1) / Self::STEP + 2;
+        let mut nodes = Vec::with_capacity(nodes_x * nodes_y);
+        for gy in 0..nodes_y {
+            for gx in 0..nodes_x {
+                nodes.push(Self::exact(
+                    canvas,
+                    cam,
+                    (gx * Self::STEP) as f32,
+                    (gy * Self::STEP) as f32,
+                ));
+            }
+        }
+        LensMap { nodes_x, nodes }
+    }
+
+    fn at(&self, x: usize, y: usize) -> (f32, f32) {
+        let (gx, gy) = (x / Self::STEP, y / Self::STEP);
+        let (tx, ty) = (
+            (x % Self::STEP) as f32 / Self::STEP as f32,
+            (y % Self::STEP) as f32 / Self::STEP as f32,
+        );
+        let i = gy * self.nodes_x + gx;
+        let (a, b, c, d) = (
+            self.nodes[i],
+            self.nodes[i + 1],
+            self.nodes[i + self.nodes_x],
+            self.nodes[i + self.nodes_x + 1],
+        );
+        let top = (a.0 + (b.0 - a.0) * tx, a.1 + (b.1 - a.1) * tx);
+        let bottom = (c.0 + (d.0 - c.0) * tx, c.1 + (d.1 - c.1) * tx);
+        (
+            top.0 + (bottom.0 - top.0) * ty,
+            top.1 + (bottom.1 - top.1) * ty,
+        )
+    }
+}
+
 /// Resamples the undistorted canvas into the distorted output image (bilinear).
 fn warp(src: &[Vec3], canvas: &Canvas, cam: &Camera) -> Vec<Vec3> {
     let (w, h) = (cam.width as usize, cam.height as usize);
-    let half = (canvas.scale - 1.0) * 0.5;
     let (cw, ch) = (canvas.width as f32 - 1.0, canvas.height as f32 - 1.0);
+    let map = LensMap::new(canvas, cam);
     let mut out = Vec::with_capacity(w * h);
     for y in 0..h {
         for x in 0..w {
-            let (xn, yn) = cam.undistort((x as f32 - cam.cx) / cam.f, (y as f32 - cam.cy) / cam.f);
-            let sx = (canvas.scale * (cam.cx + cam.f * xn - canvas.min_x) + half).clamp(0.0, cw);
-            let sy = (canvas.scale * (cam.cy + cam.f * yn - canvas.min_y) + half).clamp(0.0, ch);
+            let (sx, sy) = map.at(x, y);
+            let (sx, sy) = (sx.clamp(0.0, cw), sy.clamp(0.0, ch));
             // sx, sy ≥ 0 after the clamp: truncation is floor.
             let (x0, y0) = (sx as usize, sy as usize);
             let (x1, y1) = (
@@ -513,6 +571,38 @@ mod tests {
         let after: f32 = img.iter().map(|c| c.x).sum();
         assert!((before - after).abs() < 1e-3);
         assert!(img[7].x > 0.1 && img[8].x < 0.9);
+    }
+
+    #[test]
+    fn interpolated_lens_map_matches_the_exact_inverse() {
+        use crate::sim::camera::CameraConfig;
+        for (k1, k2) in [(-0.06, 0.01), (-0.3, 0.08), (0.2, 0.0)] {
+            let cam = Camera::new(
+                &CameraConfig {
+                    k1,
+                    k2,
+                    principal: [0.55, 0.45],
+                    ..CameraConfig::default()
+                },
+                1280,
+                720,
+            )
+            .unwrap();
+            let canvas = Canvas::plan(&cam, 2);
+            let map = LensMap::new(&canvas, &cam);
+            let mut worst = 0.0f32;
+            for y in (0..720).step_by(7) {
+                for x in (0..1280).step_by(5) {
+                    let (a, b) = (
+                        map.at(x, y),
+                        LensMap::exact(&canvas, &cam, x as f32, y as f32),
+                    );
+                    worst = worst.max((a.0 - b.0).abs().max((a.1 - b.1).abs()));
+                }
+            }
+            // Canvas pixels at supersample 2 are half output pixels: < 0.04 output px.
+            assert!(worst < 0.08, "k1 {k1}: {worst} canvas px");
+        }
     }
 
     #[test]
