@@ -319,33 +319,34 @@ impl ShadowMap {
     }
 
     /// Fraction of light reaching `p` (0 = full shadow), percentage-closer filtered over a
-    /// disc of `radius` texels.
+    /// disc of `radius` texels. The four outer taps decide alone when they agree (most pixels
+    /// are fully lit or fully shadowed); only penumbra pixels pay for all eight.
     pub fn light_fraction(&self, p: Vec3, radius: f32) -> f32 {
         const TAPS: [(f32, f32); 8] = [
-            (0.0, 0.0),
             (1.0, 0.0),
             (-1.0, 0.0),
             (0.0, 1.0),
             (0.0, -1.0),
+            (0.0, 0.0),
             (0.7, 0.7),
             (-0.7, -0.7),
             (0.7, -0.7),
         ];
         let (mx, my, d) = self.to_map(p);
-        let bias = self.texel * 1.5;
-        let mut lit = 0.0;
-        for (dx, dy) in TAPS {
+        let limit = d + self.texel * 1.5;
+        let tap = |(dx, dy): (f32, f32)| -> f32 {
             let (x, y) = (mx + dx * radius + 0.5, my + dy * radius + 0.5);
             if x < 0.0 || y < 0.0 || x >= self.size as f32 || y >= self.size as f32 {
-                lit += 1.0;
-                continue;
+                return 1.0;
             }
             // x, y ≥ 0: truncation rounds the tap to the nearest texel.
-            if self.depth[y as usize * self.size + x as usize] <= d + bias {
-                lit += 1.0;
-            }
+            (self.depth[y as usize * self.size + x as usize] <= limit) as u8 as f32
+        };
+        let outer: f32 = TAPS[..4].iter().map(|&t| tap(t)).sum();
+        if outer == 0.0 || outer == 4.0 {
+            return outer / 4.0;
         }
-        lit / TAPS.len() as f32
+        (outer + TAPS[4..].iter().map(|&t| tap(t)).sum::<f32>()) / TAPS.len() as f32
     }
 }
 

@@ -211,10 +211,17 @@ fn albedo(m: &Material, uv: [f32; 2], texels_per_metre_px: f32) -> Vec3 {
     let lvl = if tpp <= 1.4 { 0.0 } else { tpp.log2() - 0.5 };
     let l0 = lvl.floor() as usize;
     let frac = lvl - l0 as f32;
-    let mut c = tex.sample(uv[0], uv[1], l0);
-    if frac > 0.01 {
-        c = c.lerp(tex.sample(uv[0], uv[1], l0 + 1), frac);
-    }
+    // Blend two mip levels only in the middle of the transition: one bilinear sample for most
+    // pixels, without visible banding.
+    let c = if frac < 0.2 {
+        tex.sample(uv[0], uv[1], l0)
+    } else if frac > 0.8 {
+        tex.sample(uv[0], uv[1], l0 + 1)
+    } else {
+        let t = (frac - 0.2) / 0.6;
+        tex.sample(uv[0], uv[1], l0)
+            .lerp(tex.sample(uv[0], uv[1], l0 + 1), t)
+    };
     if m.detail > 0.0 {
         let rel = luminance(c) / luminance(tex.mean()).max(1e-4);
         m.tint * (1.0 + (rel - 1.0) * m.detail)
