@@ -41,7 +41,7 @@ pub enum SimError {
     Config(String),
     #[error("image: {0}")]
     Image(String),
-    #[error("{0}: {1}")]
+    #[error("{}", .0.display())]
     Io(PathBuf, #[source] std::io::Error),
 }
 
