@@ -123,15 +123,6 @@ impl Mat3 {
             ],
         }
     }
-    pub fn scale(s: Vec3) -> Mat3 {
-        Mat3 {
-            rows: [
-                Vec3::new(s.x, 0.0, 0.0),
-                Vec3::new(0.0, s.y, 0.0),
-                Vec3::new(0.0, 0.0, s.z),
-            ],
-        }
-    }
     pub fn apply(&self, v: Vec3) -> Vec3 {
         Vec3::new(
             self.rows[0].dot(v),

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::SimError;
 use super::math::{Vec3, fast_floor};
-use super::rng::{SimRng, hash3};
+use super::rng::hash3;
 
 /// A linear-RGB texture with a box-filtered mip chain; sampled bilinearly with wrap-around.
 #[derive(Clone, Debug)]
@@ -131,15 +131,6 @@ impl Texture {
             .last()
             .map(|l| l.texels[0])
             .unwrap_or(Vec3::ZERO)
-    }
-
-    /// Mip level to use when one screen pixel covers `texels_per_pixel` level-0 texels.
-    pub fn level_for(&self, texels_per_pixel: f32) -> usize {
-        if texels_per_pixel <= 1.0 {
-            0
-        } else {
-            (texels_per_pixel.log2().floor() as usize).min(self.levels.len() - 1)
-        }
     }
 
     /// Bilinear sample at (u, v) of mip `level`, wrapping.
@@ -473,15 +464,6 @@ pub fn clock_face(body: Vec3, seed: u32) -> Texture {
         }
         body * (0.9 + 0.2 * value_noise(u * 40.0, v * 20.0, seed, 40))
     })
-}
-
-/// Uniform random colour jitter helper: scales each channel by 1 ± `amount`.
-pub fn jitter_colour(c: Vec3, amount: f32, rng: &mut SimRng) -> Vec3 {
-    Vec3::new(
-        c.x * (1.0 + rng.sym(amount)),
-        c.y * (1.0 + rng.sym(amount)),
-        c.z * (1.0 + rng.sym(amount)),
-    )
 }
 
 #[cfg(test)]
