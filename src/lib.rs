@@ -12,4 +12,5 @@ pub mod evidence;
 pub mod publish;
 pub mod rules;
 pub mod runtime;
+pub mod sim;
 pub mod vision;

@@ -8,6 +8,7 @@ mod demo;
 mod engine;
 mod evidence;
 mod referee;
+mod sim;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
 #[derive(Debug, Parser)]
@@ -37,6 +38,8 @@ enum Command {
     Broadcast(broadcast::BroadcastArgs),
     /// Run the embedded MQTT broker on 127.0.0.1 until Ctrl-C.
     Broker(broker::Args),
+    /// The table simulator: render camera frames of a bughouse table with ground truth.
+    Sim(sim::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -50,5 +53,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Evidence(args) => evidence::run(args),
         Command::Broadcast(args) => broadcast::run(args),
         Command::Broker(args) => broker::run(args),
+        Command::Sim(args) => sim::run(args),
     }
 }
