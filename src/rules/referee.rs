@@ -114,23 +114,7 @@ impl Referee {
 
     /// Applies one action and returns the events it causes, in order.
     pub fn apply(&mut self, timed: TimedAction) -> Vec<Event> {
-        if let Some(ts) = timed.ts {
-            self.ts = self.ts.max(ts);
-        }
-        let mut events = Vec::new();
-        if self.over {
-            self.status(&mut events, "ignored", "the match is over; action ignored");
-            return events;
-        }
-        let decisions = match timed.action {
-            Action::Simultaneous(actions) => actions
-                .into_iter()
-                .flat_map(|a| self.apply_one(a, None, &mut events))
-                .collect::<Vec<_>>(),
-            action => self.apply_one(action, None, &mut events),
-        };
-        self.decide(decisions, &mut events);
-        events
+        self.apply_timed(timed, None)
     }
 
     /// Applies a move with the mover's remaining clock time (BPGN replays carry it).
@@ -141,7 +125,15 @@ impl Referee {
         ts: Option<u64>,
         clock_ms: Option<u64>,
     ) -> Vec<Event> {
-        if let Some(ts) = ts {
+        let action = Action::Move {
+            board,
+            notation: notation.to_string(),
+        };
+        self.apply_timed(TimedAction { ts, action }, clock_ms)
+    }
+
+    fn apply_timed(&mut self, timed: TimedAction, clock_ms: Option<u64>) -> Vec<Event> {
+        if let Some(ts) = timed.ts {
             self.ts = self.ts.max(ts);
         }
         let mut events = Vec::new();
@@ -149,11 +141,7 @@ impl Referee {
             self.status(&mut events, "ignored", "the match is over; action ignored");
             return events;
         }
-        let action = Action::Move {
-            board,
-            notation: notation.to_string(),
-        };
-        let decisions = self.apply_one(action, clock_ms, &mut events);
+        let decisions = self.apply_one(timed.action, clock_ms, &mut events);
         self.decide(decisions, &mut events);
         events
     }
