@@ -35,7 +35,7 @@ fn next_action(referee: &Referee, choice: u32) -> serde_json::Value {
         2 => {
             let own: Vec<Square> = position.by_color(position.turn()).into_iter().collect();
             let to = Square::new((pick % 64) as u8).expect("in range");
-            if pick % 5 == 0 {
+            if pick.is_multiple_of(5) {
                 let role = [
                     Role::Pawn,
                     Role::Knight,
