@@ -292,14 +292,8 @@ impl RuleSet {
                 increment_secs: 2,
                 black_starts_clocks: false,
             },
-            back_rank_pawn_drop: BackRankPawnDrop::Illegal,
             drop_mate: DropMate::TakenBack,
-            drop_mate_rule: MateRule::Standard,
             promotion: Promotion::PawnCaptured,
-            illegal_move: IllegalMovePolicy {
-                first: Consequence::Loss,
-                ..IllegalMovePolicy::default()
-            },
             stalemate: StalemateRule::Wait,
             draws: DrawRules {
                 simultaneous_claims: false,
@@ -309,7 +303,8 @@ impl RuleSet {
                 agreement: true,
             },
             touch_move: true,
-            ..Self::tandem_2024()
+            // Back-rank pawn drops, the mate rule and illegal moves as in 001.
+            ..Self::turnier()
         }
     }
 
@@ -322,15 +317,9 @@ impl RuleSet {
                 increment_secs: 0,
                 black_starts_clocks: true,
             },
-            back_rank_pawn_drop: BackRankPawnDrop::Illegal,
             drop_mate: DropMate::Allowed,
-            drop_mate_rule: MateRule::Standard,
             promotion: Promotion::Steal,
             dropped_rook_castles: true,
-            illegal_move: IllegalMovePolicy {
-                first: Consequence::Loss,
-                ..IllegalMovePolicy::default()
-            },
             stalemate: StalemateRule::Wait,
             draws: DrawRules {
                 simultaneous_claims: false,
@@ -340,7 +329,8 @@ impl RuleSet {
                 agreement: true,
             },
             hidden_pocket: HiddenPocketPolicy::Warning,
-            ..Self::tandem_2024()
+            // Back-rank pawn drops, the mate rule and illegal moves as in 001.
+            ..Self::turnier()
         }
     }
 
