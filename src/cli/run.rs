@@ -130,6 +130,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         summary.rejected,
         summary.frames
     );
+    let ms = |d: Option<std::time::Duration>| {
+        d.map(|d| format!("{:.1} ms", d.as_secs_f64() * 1000.0))
+            .unwrap_or_else(|| "-".into())
+    };
+    println!(
+        "ran {:.1} s, publish→PUBACK p50 {}, p99 {}",
+        summary.elapsed.as_secs_f64(),
+        ms(summary.ack_p50),
+        ms(summary.ack_p99)
+    );
     Ok(())
 }
 

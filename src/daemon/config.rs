@@ -186,7 +186,8 @@ pub struct ReplayConfig {
     /// 1 = real time from the clock comments / `ts`; 0 = as fast as possible.
     #[serde(default = "one")]
     pub speed: f64,
-    /// The table that receives the moves (default: the first).
+    /// The table that receives the moves (default: the first); `"*"` = every table replays the
+    /// game (load tests).
     #[serde(default)]
     pub table: Option<String>,
 }
@@ -383,6 +384,7 @@ impl DaemonConfig {
             ));
         }
         if let Some(t) = &r.table
+            && t != "*"
             && !self.tables.iter().any(|s| &s.id == t)
         {
             return Err(format!("{section}.table {t:?} is not in [[tables]]"));

@@ -55,6 +55,11 @@ pub struct DaemonSummary {
     pub frames: u64,
     pub tables: Vec<TableSummary>,
     pub publisher: PublisherStats,
+    /// Median and 99th percentile of outbox-append → PUBACK over this run's messages.
+    pub ack_p50: Option<Duration>,
+    pub ack_p99: Option<Duration>,
+    /// Wall time from start to the end of the shutdown.
+    pub elapsed: Duration,
 }
 
 fn to_board(b: Board) -> BoardId {
@@ -138,22 +143,15 @@ impl Daemon {
             );
             return Ok(());
         };
-        let table_input = match input {
-            Inbound::Clock { board, input, .. } => match input {
-                ClockInput::Press(p) => TableInput::Press {
-                    board: to_board(board),
-                    side: color_of(p.side),
-                    ts: p.ts,
-                    white_ms: p.white_ms,
-                    black_ms: p.black_ms,
-                    seq: p.seq,
-                },
-                ClockInput::Flag(f) => TableInput::Flag {
-                    board: to_board(board),
-                    side: color_of(f.side),
-                    ts: f.ts,
-                },
-                ClockInput::Time(t) => {
+        let table_input = match TableInput::from_inbound(&input) {
+            Some(t) => t,
+            None => {
+                if let Inbound::Clock {
+                    board,
+                    input: ClockInput::Time(t),
+                    ..
+                } = input
+                {
                     self.tables[idx].clock_time(
                         to_board(board),
                         t.white_ms,
@@ -161,10 +159,9 @@ impl Daemon {
                         t.running.map(color_of),
                         t.ts,
                     );
-                    return Ok(());
                 }
-            },
-            Inbound::Arbiter { message, .. } => TableInput::Arbiter { message },
+                return Ok(());
+            }
         };
         self.apply(idx, table_input, false)
     }
@@ -277,27 +274,27 @@ pub async fn run_daemon(
 
     // The move source, resumed after what the journal already holds.
     let (input_tx, mut input_rx) = mpsc::channel::<(usize, TableInput)>(64);
-    let mut replaying = false;
-    let pacer = match config.replay().cloned() {
-        Some(ReplayConfig {
-            speed, ref table, ..
-        }) => {
-            let replay = config.replay().cloned().expect("checked just above");
-            let idx = table_index(&config.tables, table.as_deref());
+    let mut pacers = Vec::new();
+    if let Some(replay) = config.replay().cloned() {
+        // `table = "*"`: every table replays the game (load tests); each resumes on its own.
+        let targets: Vec<usize> = match replay.table.as_deref() {
+            Some("*") => (0..config.tables.len()).collect(),
+            other => vec![table_index(&config.tables, other)],
+        };
+        for idx in targets {
             let mut source = source::open_replay(&replay)?;
             let (done, last_ts) = daemon.tables[idx].replay_progress();
             source.skip(done);
-            replaying = true;
-            Some(tokio::spawn(pace(
+            pacers.push(tokio::spawn(pace(
                 source,
-                speed,
+                replay.speed,
                 last_ts,
                 idx,
                 input_tx.clone(),
-            )))
+            )));
         }
-        None => None,
-    };
+    }
+    let mut replaying = !pacers.is_empty();
     drop(input_tx);
 
     // The frame source, on its own thread.
@@ -386,7 +383,7 @@ pub async fn run_daemon(
 
     // Shutdown: stop inputs, finish evidence, drain the outbox, retained offline status.
     stop.store(true, Ordering::Relaxed);
-    if let Some(p) = pacer {
+    for p in pacers {
         p.abort();
     }
     let mut summaries = Vec::new();
@@ -409,6 +406,14 @@ pub async fn run_daemon(
         });
     }
     let stats = daemon.publisher.stats();
+    let mut latencies = daemon.publisher.take_ack_latencies();
+    latencies.sort();
+    let quantile = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 * q).ceil() as usize).saturating_sub(1))
+            .copied()
+    };
+    let (ack_p50, ack_p99) = (quantile(0.5), quantile(0.99));
     daemon.publisher.shutdown(Duration::from_secs(5)).await;
     if let Some(server) = server {
         if let Some(b) = &daemon.broadcast {
@@ -429,6 +434,9 @@ pub async fn run_daemon(
         frames: daemon.frames,
         tables: summaries,
         publisher: stats,
+        ack_p50,
+        ack_p99,
+        elapsed: started.elapsed(),
     })
 }
 

@@ -21,7 +21,7 @@ use crate::engine::{BoardId, Color, Table};
 use crate::evidence::{EvidenceConfig, GameMeta, GameRecorder, game_dir};
 use crate::publish::{
     ArbiterCommand, ArbiterMessage, Board, ClaimKind as InClaim, ClockCommand, ClockCommandKind,
-    Side, TableId,
+    ClockInput, Inbound, Side, TableId,
 };
 use crate::rules::{Action, ClaimKind, Event, EventBody, Referee, RuleSet, TimedAction};
 
@@ -65,6 +65,34 @@ pub enum TableInput {
     Arbiter { message: ArbiterMessage },
     /// Something the daemon itself reports as a `status` event (camera lost, camera back).
     Notice { state: String, detail: String },
+}
+
+impl TableInput {
+    /// The input a parsed clock or arbiter message stands for; `None` for remaining-time
+    /// reports, which only update the state.
+    pub fn from_inbound(inbound: &Inbound) -> Option<TableInput> {
+        match inbound {
+            Inbound::Clock { board, input, .. } => match input {
+                ClockInput::Press(p) => Some(TableInput::Press {
+                    board: board_of(*board),
+                    side: color_of(p.side),
+                    ts: p.ts,
+                    white_ms: p.white_ms,
+                    black_ms: p.black_ms,
+                    seq: p.seq,
+                }),
+                ClockInput::Flag(f) => Some(TableInput::Flag {
+                    board: board_of(*board),
+                    side: color_of(f.side),
+                    ts: f.ts,
+                }),
+                ClockInput::Time(_) => None,
+            },
+            Inbound::Arbiter { message, .. } => Some(TableInput::Arbiter {
+                message: message.clone(),
+            }),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
