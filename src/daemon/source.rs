@@ -523,6 +523,31 @@ mod tests {
     }
 
     #[test]
+    fn sim_renders_the_current_position_as_jpeg() {
+        let (mut ctx, mut rx) = ctx();
+        let (fen_tx, fen) = watch::channel(crate::engine::Table::new().to_fen());
+        ctx.fen = fen;
+        let stop = ctx.stop.clone();
+        let config = SimSourceConfig {
+            fps: 20.0,
+            width: 64,
+            height: 48,
+            ..SimSourceConfig::default()
+        };
+        let thread = std::thread::spawn(move || run_sim(&config, &ctx));
+        let first = rx.blocking_recv().unwrap();
+        stop.store(true, Ordering::Relaxed);
+        drop(fen_tx);
+        thread.join().unwrap();
+        let SourceMessage::Frame(frame) = first else {
+            panic!("{first:?}")
+        };
+        let img = image::load_from_memory_with_format(&frame.bytes, image::ImageFormat::Jpeg)
+            .unwrap();
+        assert_eq!((img.width(), img.height()), (64, 48));
+    }
+
+    #[test]
     fn folder_replays_every_image_then_ends() {
         let dir = tempfile::tempdir().unwrap();
         for name in ["b.jpg", "a.png", "notes.txt", "c.JPEG"] {
