@@ -351,6 +351,11 @@ impl DaemonConfig {
             }
             self.validate_replay("moves", m)?;
         }
+        if self.exit_when_done && self.replay().is_none() {
+            return Err(
+                "exit_when_done needs a move source ([source] kind = \"replay\" or [moves])".into(),
+            );
+        }
         if self.mqtt.tls.is_some() {
             return Err(
                 "mqtt.tls: this build has no TLS transport; remove [mqtt.tls] or use a TLS-terminating proxy"
@@ -453,6 +458,10 @@ mod tests {
                 "tables[0].start",
             ),
             ("[[tables]]\nid = \"t1\"\n[mqtt]\nport = \"x\"\n", "line 4"),
+            (
+                "exit_when_done = true\n[[tables]]\nid = \"t1\"\n",
+                "move source",
+            ),
         ];
         for (text, want) in cases {
             let err = parse(text).expect_err(text);

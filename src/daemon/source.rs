@@ -542,8 +542,8 @@ mod tests {
         let SourceMessage::Frame(frame) = first else {
             panic!("{first:?}")
         };
-        let img = image::load_from_memory_with_format(&frame.bytes, image::ImageFormat::Jpeg)
-            .unwrap();
+        let img =
+            image::load_from_memory_with_format(&frame.bytes, image::ImageFormat::Jpeg).unwrap();
         assert_eq!((img.width(), img.height()), (64, 48));
     }
 
