@@ -302,6 +302,9 @@ fn replayed_game_survives_broker_restart_and_kill9() {
     let status = daemon.wait().expect("daemon exits");
     assert!(status.success(), "daemon exit after SIGTERM: {status}");
     std::thread::sleep(Duration::from_millis(300));
+    // The evidence log, resumed after the kill -9 and finished at SIGTERM, verifies.
+    let report = tandem_monitor::evidence::verify(&dir.path().join("evidence/t1/1")).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
     let messages = collector.snapshot();
     rt.block_on(collector.stop());
 
