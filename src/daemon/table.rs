@@ -566,7 +566,9 @@ impl TableRuntime {
             Ok(v) => v["type"].as_str().unwrap_or_default().to_string(),
             Err(_) => String::new(),
         };
-        if ALERT_TYPES.contains(&kind.as_str()) {
+        let capture_alert = matches!(&event.body, EventBody::Status { state, .. }
+            if state == "camera_lost" || state == "camera_unavailable");
+        if ALERT_TYPES.contains(&kind.as_str()) || capture_alert {
             self.alerts.insert(event.id.clone());
         }
         if let EventBody::Result { result, text, .. } = &event.body {
@@ -816,5 +818,21 @@ mod tests {
             matches!(&out.events[0].body, EventBody::Status { state, .. } if state == "claim_recorded")
         );
         assert_eq!(out.clock_commands.len(), 2);
+    }
+
+    #[test]
+    fn a_lost_camera_is_an_alert_until_acknowledged() {
+        let mut t = TableRuntime::new(&spec()).unwrap();
+        let lost = t.process(&TableInput::Notice {
+            state: "camera_lost".into(),
+            detail: "/dev/video0".into(),
+        });
+        let id = lost.events[0].id.clone();
+        assert_eq!(t.state()["open_alerts"], json!([id]));
+        let ack = t.process(&arbiter(json!({"cmd": "ack_alert", "alert_id": id})));
+        assert!(
+            matches!(&ack.events[0].body, EventBody::Status { state, .. } if state == "alert_acknowledged")
+        );
+        assert_eq!(t.state()["open_alerts"], json!([]));
     }
 }
