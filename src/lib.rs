@@ -7,6 +7,7 @@
 //! with `capture` and `sim` producing frames and `runtime` locating native libraries.
 
 pub mod broadcast;
+pub mod daemon;
 pub mod engine;
 pub mod evidence;
 pub mod publish;

@@ -8,6 +8,7 @@ mod demo;
 mod engine;
 mod evidence;
 mod referee;
+mod run;
 mod sim;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
@@ -40,6 +41,10 @@ enum Command {
     Broker(broker::Args),
     /// The table simulator: render camera frames of a bughouse table with ground truth.
     Sim(sim::Args),
+    /// The daemon: watch tables from a frame/move source, referee them, publish over MQTT.
+    Run(run::RunArgs),
+    /// Replay a BPGN game's clock presses to an MQTT broker, as a clock bridge would.
+    ClockSim(run::ClockSimArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -54,5 +59,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Broadcast(args) => broadcast::run(args),
         Command::Broker(args) => broker::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Run(args) => run::run(args),
+        Command::ClockSim(args) => run::clock_sim(args),
     }
 }
