@@ -1,7 +1,7 @@
 //! `tandem demo`: the README's main command. Runs what exists of the chain end to end on embedded
-//! defaults: a recorded BPGN match is replayed in accelerated real time through the referee; every
-//! event goes through the persistent outbox to an embedded MQTT broker, where a subscriber prints it
-//! as it arrives, and into a hash-chained evidence log, which is verified at the end.
+//! defaults: the daemon replays a recorded BPGN match in accelerated real time through the referee;
+//! every event goes through the persistent outbox to an embedded MQTT broker, where a subscriber
+//! prints it as it arrives, and into a hash-chained evidence log, which is verified at the end.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use rumqttc::{AsyncClient, Event as MqttEvent, Incoming, MqttOptions, QoS};
 use serde_json::Value;
+use tandem_monitor::daemon::{DaemonConfig, ReplayConfig, SourceConfig, TableSpec, run_daemon};
 use tandem_monitor::engine::bpgn;
-use tandem_monitor::evidence::{self, EvidenceConfig, GameMeta, GameRecorder};
-use tandem_monitor::publish::{EmbeddedBroker, MqttConfig, OutboxConfig, Publisher};
-use tandem_monitor::rules::{EventBody, RuleSet, replay_game};
+use tandem_monitor::evidence::{self, EvidenceConfig};
+use tandem_monitor::publish::{EmbeddedBroker, MqttConfig, OutboxConfig};
+use tandem_monitor::rules::RuleSet;
 use tandem_monitor::runtime;
 use tandem_monitor::vision::model::OnnxModel;
 
@@ -64,7 +65,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let games = bpgn::parse_bpgn(&bytes).with_context(|| game_path.display().to_string())?;
     let game = games.first().context("the demo game file is empty")?;
     let rules = RuleSet::fics();
-    let events = replay_game(TABLE, 1, &rules, game)?;
     writeln!(
         out,
         "match  : {} ({} moves), rules {}, replayed at {}x",
@@ -79,11 +79,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let summary = runtime.block_on(publish_and_record(&events, &run_dir, &args, &rules))?;
+    let summary = runtime.block_on(publish_and_record(&game_path, &run_dir, &args, &rules))?;
     writeln!(
         out,
-        "mqtt   : {} events published (QoS 1, acknowledged), {} received by the subscriber",
-        summary.published, summary.received
+        "mqtt   : {} events published (QoS 1, acknowledged; p99 outbox-to-PUBACK {}), {} received by the subscriber",
+        summary.published,
+        summary
+            .ack_p99
+            .map(|d| format!("{:.1} ms", d.as_secs_f64() * 1000.0))
+            .unwrap_or_else(|| "n/a".into()),
+        summary.received
     )?;
     writeln!(
         out,
@@ -120,6 +125,7 @@ struct Summary {
     received: usize,
     result: Option<String>,
     evidence_dir: PathBuf,
+    ack_p99: Option<Duration>,
 }
 
 fn new_run_dir(root: &Path) -> anyhow::Result<PathBuf> {
@@ -133,93 +139,82 @@ fn new_run_dir(root: &Path) -> anyhow::Result<PathBuf> {
 }
 
 async fn publish_and_record(
-    events: &[tandem_monitor::rules::Event],
+    game_path: &Path,
     run_dir: &Path,
     args: &Args,
     rules: &RuleSet,
 ) -> anyhow::Result<Summary> {
+    // The broker first, and a subscriber on it, so that no event goes by unseen; then the daemon.
     let broker = EmbeddedBroker::start(0).context("embedded MQTT broker")?;
     let port = broker.port();
     let received: Arc<Mutex<BTreeSet<String>>> = Arc::default();
     let subscriber = subscribe(port, received.clone(), args.json).await?;
 
-    let config = MqttConfig {
-        host: Some("127.0.0.1".into()),
-        port,
-        client_id: "tandem-demo".into(),
-        tables: vec![TABLE.into()],
-        outbox: OutboxConfig {
-            dir: run_dir.join("outbox"),
-            ..OutboxConfig::default()
+    let config = DaemonConfig {
+        tables: vec![TableSpec {
+            id: TABLE.into(),
+            rules: rules.name.clone(),
+            boards: ["A".into(), "B".into()],
+            start: None,
+        }],
+        source: SourceConfig::Replay(ReplayConfig {
+            bpgn: Some(game_path.to_path_buf()),
+            script: None,
+            game: 1,
+            speed: args.speed,
+            table: None,
+        }),
+        moves: None,
+        mqtt: MqttConfig {
+            host: Some("127.0.0.1".into()),
+            port,
+            client_id: "tandem-demo".into(),
+            tables: vec![TABLE.into()],
+            outbox: OutboxConfig {
+                dir: run_dir.join("outbox"),
+                ..OutboxConfig::default()
+            },
+            ..MqttConfig::default()
         },
-        ..MqttConfig::default()
+        evidence: EvidenceConfig {
+            dir: run_dir.join("evidence"),
+            ..EvidenceConfig::default()
+        },
+        broadcast: None,
+        state_dir: run_dir.join("state"),
+        exit_when_done: true,
     };
-    let (publisher, _inbound) = Publisher::start(config).context("MQTT publisher")?;
-
-    let evidence_config = EvidenceConfig {
-        dir: run_dir.join("evidence"),
-        ..EvidenceConfig::default()
-    };
-    let meta = GameMeta {
-        table: TABLE.into(),
-        game: "1".into(),
-        calibration: None,
-        model_sha256: None,
-        rule_set: rules.name.clone(),
-        started_ts: 0,
-    };
-    let mut recorder = GameRecorder::start(&meta, &evidence_config, None)?;
-
-    let start = Instant::now();
-    let mut result = None;
-    let mut last_seq = 0;
-    for event in events {
-        if args.speed > 0.0 {
-            let due = Duration::from_secs_f64(event.ts as f64 / 1000.0 / args.speed);
-            if let Some(wait) = due.checked_sub(start.elapsed()) {
-                tokio::time::sleep(wait).await;
-            }
-        }
-        let value = serde_json::to_value(event)?;
-        recorder.record_event(&value)?;
-        last_seq = publisher.publish_event(&value)?;
-        if let EventBody::Result {
-            result: r, text, ..
-        } = &event.body
-        {
-            result = Some(format!("{} {text}", r.as_str()));
-        }
-    }
-    let last_ts = events.last().map(|e| e.ts as i64).unwrap_or(0);
-    let result_value = events
-        .iter()
-        .rev()
-        .find(|e| matches!(e.body, EventBody::Result { .. }))
-        .map(serde_json::to_value)
-        .transpose()?;
-    let evidence_dir = recorder.finish(last_ts, result_value.as_ref())?;
-
-    if !publisher
-        .wait_durable(last_seq, Duration::from_secs(10))
+    let summary = run_daemon(config, std::future::pending(), None)
         .await
-        || !publisher.wait_idle(Duration::from_secs(10)).await
-    {
-        bail!("the broker did not acknowledge every event within 10 s");
-    }
+        .context("the daemon")?;
+
+    let published = summary.events as usize;
     let deadline = Instant::now() + Duration::from_secs(5);
-    while received.lock().map(|r| r.len()).unwrap_or(0) < events.len() && Instant::now() < deadline
-    {
+    while received.lock().map(|r| r.len()).unwrap_or(0) < published && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    publisher.shutdown(Duration::from_secs(2)).await;
     subscriber.abort();
     broker.stop();
-    let received = received.lock().map(|r| r.len()).unwrap_or(0);
+    let table = summary
+        .tables
+        .first()
+        .context("the daemon reported no table")?;
+    let result = table.result.as_ref().map(|r| {
+        format!(
+            "{} {}",
+            r["result"].as_str().unwrap_or("?"),
+            r["text"].as_str().unwrap_or("")
+        )
+    });
     Ok(Summary {
-        published: events.len(),
-        received,
+        published,
+        received: received.lock().map(|r| r.len()).unwrap_or(0),
         result,
-        evidence_dir,
+        evidence_dir: table
+            .evidence
+            .clone()
+            .context("the daemon kept no evidence")?,
+        ack_p99: summary.ack_p99,
     })
 }
 
