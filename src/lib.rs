@@ -9,4 +9,5 @@
 pub mod engine;
 pub mod rules;
 pub mod runtime;
+pub mod tracker;
 pub mod vision;

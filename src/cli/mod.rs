@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod demo;
 mod engine;
 mod referee;
+mod tracker;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
 #[derive(Debug, Parser)]
@@ -28,6 +29,9 @@ enum Command {
     Referee(referee::RefereeArgs),
     /// Replay every game of a BPGN file through the referee and print the events.
     Replay(referee::ReplayArgs),
+    /// Measure a stage against known truth (`tracker-sim`: the tracker on simulated observations).
+    #[command(subcommand)]
+    Eval(tracker::EvalCommand),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -38,5 +42,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Moves(args) => engine::moves(args),
         Command::Referee(args) => referee::referee(args),
         Command::Replay(args) => referee::replay(args),
+        Command::Eval(cmd) => tracker::eval(cmd),
     }
 }
