@@ -40,6 +40,10 @@ pub struct TrackerSimArgs {
     /// per board and second, probability that a player hides a pocket piece.
     #[arg(long)]
     incident_rate: Option<f64>,
+    /// Shortest time between two moves on one board in the simulation (ms); recorded online
+    /// premoves faster than this are delayed (default 300).
+    #[arg(long)]
+    min_move_ms: Option<u64>,
     /// Feed the simulated clock presses (moves are committed at presses).
     #[arg(long)]
     clock: bool,
@@ -96,6 +100,9 @@ fn tracker_sim(args: TrackerSimArgs) -> anyhow::Result<()> {
             "--persistent-rate must be in [0, 1]"
         );
         opts.sim.persistent_misread_rate = r;
+    }
+    if let Some(ms) = args.min_move_ms {
+        opts.sim.min_move_ms = ms;
     }
     if let Some(r) = args.incident_rate {
         anyhow::ensure!(

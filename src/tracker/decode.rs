@@ -112,8 +112,9 @@ impl Seq {
         self
     }
 
-    /// Whether `m` takes a piece back to where an earlier move of the sequence took it from: a
-    /// detour no observation can see, so such sequences only add spurious explanations.
+    /// Whether `m` takes a piece back to where an earlier move of the sequence took it from
+    /// without having captured anything on the way: a detour no observation can see, so such
+    /// sequences only add spurious explanations.
     fn undoes(&self, m: Move) -> bool {
         let (Some(from), to) = (m.from(), m.to()) else {
             return false;
@@ -147,6 +148,8 @@ pub struct Decoded {
     pub runner_up: Option<Hypothesis>,
     /// Squares where the best hypothesis's position disagrees with the observation.
     pub disagreeing: Vec<SquareEvidence>,
+    /// Squares where the tracked position itself (no change) disagrees with the observation.
+    pub disagreeing_unchanged: Vec<SquareEvidence>,
     /// Number of hypotheses scored.
     pub considered: usize,
     /// Whether illegal physical moves were considered.
@@ -233,6 +236,52 @@ struct Node {
     seq: Seq,
     /// Pieces dropped so far per colour and pocket role.
     drops: [[u8; 5]; 2],
+    /// Transient classes this sequence shows (bits of `Evidence::transient_bit`).
+    shown: u32,
+}
+
+/// Evidence besides the square log-likelihoods of the stable observation.
+#[derive(Debug, Clone)]
+pub struct Evidence {
+    /// This board's pocket reading (median of recent calm readings).
+    pub pocket: Option<PocketReading>,
+    /// Pieces captured on the other board not yet seen arriving, per colour and role.
+    pub in_transit: [[u8; 5]; 2],
+    /// Per square and class: 0, or 1 + the index of a class confidently seen on that square
+    /// during the hand frames since the last decision (at most 32 of them).
+    pub transient_bit: Box<[[u8; SquareClass::COUNT]; 64]>,
+}
+
+impl Default for Evidence {
+    fn default() -> Self {
+        Evidence {
+            pocket: None,
+            in_transit: [[0; 5]; 2],
+            transient_bit: Box::new([[0; SquareClass::COUNT]; 64]),
+        }
+    }
+}
+
+impl Evidence {
+    /// Records that `class` was seen on `sq` while the board was moving. Returns false when the
+    /// table is full.
+    pub fn add_transient(&mut self, sq: Square, class: SquareClass) -> bool {
+        let slot = &self.transient_bit[sq.index()][class.index()];
+        if *slot != 0 {
+            return true;
+        }
+        let used = self
+            .transient_bit
+            .iter()
+            .flatten()
+            .filter(|&&b| b != 0)
+            .count();
+        if used >= 32 {
+            return false;
+        }
+        self.transient_bit[sq.index()][class.index()] = used as u8 + 1;
+        true
+    }
 }
 
 /// A child of a node, scored but not yet materialised.
@@ -242,6 +291,7 @@ struct Candidate {
     mv: Move,
     score: f32,
     fp: u64,
+    shown: u32,
 }
 
 /// Scores hypotheses for one board against the table the referee keeps.
@@ -276,31 +326,47 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// Pocket evidence for a drop `m` after `node`'s drops: the reading either shows the count
-    /// the hypothesis implies or not. Also returns the fingerprint part that makes drops of
-    /// different pieces distinct.
+    /// Pocket evidence for a drop `m` after `node`'s drops: how far the reading is from the count
+    /// the hypothesis implies (allowing for pieces still being handed over). Also returns the
+    /// fingerprint part that makes drops of different pieces distinct.
     #[inline]
-    fn pocket_term(&self, pocket: Option<&PocketReading>, node: &Node, m: Move) -> (f32, u64) {
+    fn pocket_term(&self, ev: &Evidence, node: &Node, m: Move) -> (f32, u64) {
         let Move::Drop { role, .. } = m else {
             return (0.0, 0);
         };
         let color = node.pos.turn();
         let done = node.drops[color.index()][role.index()];
         let fp = mix(2000 + (color.index() * 5 + role.index()) as u64 * 16 + u64::from(done));
-        let Some(reading) = pocket else {
+        let Some(reading) = ev.pocket else {
             return (0.0, fp);
         };
         let held = i32::from(self.table.board(self.board).pocket(color).count(role));
         let seen = i32::from(reading.count(color, role));
+        let transit = i32::from(ev.in_transit[color.index()][role.index()]);
         let old = held - i32::from(done);
         let cost = |n: i32| {
-            if n == seen {
-                0.0
-            } else {
-                -self.cfg.pocket_mismatch_nats
-            }
+            let off = (0..=transit)
+                .map(|t| (n - t - seen).abs())
+                .min()
+                .unwrap_or(0);
+            -self.cfg.pocket_mismatch_nats * off as f32
         };
         (cost(old - 1) - cost(old), fp)
+    }
+
+    /// Bonus for the transient classes (seen during the hand frames) that `changes` shows, not
+    /// yet shown by `node`'s sequence; returns the bonus and the new explained mask.
+    #[inline]
+    fn transient_term(&self, ev: &Evidence, mask: u32, changes: &Changes) -> (f32, u32) {
+        let mut m = mask;
+        for &(sq, class) in &changes.0[..changes.1] {
+            let bit = ev.transient_bit[sq.index()][class.index()];
+            if bit != 0 {
+                m |= 1 << (bit - 1);
+            }
+        }
+        let gained = (m & !mask).count_ones();
+        (gained as f32 * self.cfg.transient_nats, m)
     }
 
     /// Score and fingerprint of `node` after `changes`.
@@ -328,14 +394,15 @@ impl<'a> Decoder<'a> {
     /// apart which piece a steal promotion took). `other_busy`: the partner board has an undecided
     /// change, so a drop of a piece not yet in the pocket may be a piece in transit.
     ///
-    /// `pocket`: this board's latest pocket reading; a drop hypothesis is scored against it too,
-    /// since a piece dropped and captured at once leaves only the pocket to tell what it was.
+    /// `ev`: the pocket reading (a piece dropped and captured at once leaves only the pocket to
+    /// tell what it was) and the classes seen in passing during the hand frames (they tell a
+    /// chain of fast moves from a shorter one with the same end).
     pub fn decode(
         &self,
         ll: &LogLik,
         other: Option<&LogLik>,
         other_busy: bool,
-        pocket: Option<&PocketReading>,
+        ev: &Evidence,
     ) -> Decoded {
         let pos = self.table.board(self.board);
         let legal = self.table.legal_moves(self.board, self.variant);
@@ -352,6 +419,7 @@ impl<'a> Decoder<'a> {
             fp: 0,
             seq: Seq::EMPTY,
             drops: [[0; 5]; 2],
+            shown: 0,
         };
         let mut frontier = Vec::with_capacity(legal.len());
         for &m1 in legal.iter() {
@@ -388,8 +456,9 @@ impl<'a> Decoder<'a> {
             child.play(m1, self.variant);
             let changes = diff(pos, &child);
             let (score, fp) = self.extend(ll, &root, &changes);
-            let (pd, pfp) = self.pocket_term(pocket, &root, m1);
-            let (score, fp) = (score + pd, fp.wrapping_add(pfp));
+            let (pd, pfp) = self.pocket_term(ev, &root, m1);
+            let (td, shown) = self.transient_term(ev, 0, &changes);
+            let (score, fp) = (score + pd + td + promotion_prior(m1), fp.wrapping_add(pfp));
             top.offer(
                 score + self.cfg.prior_move,
                 fp,
@@ -411,6 +480,7 @@ impl<'a> Decoder<'a> {
                 fp,
                 seq: Seq::one(m1),
                 drops,
+                shown,
             });
         }
         let max_len = (self.cfg.max_moves_per_observation as usize).min(MAX_SEQUENCE);
@@ -435,8 +505,10 @@ impl<'a> Decoder<'a> {
                         }
                     };
                     let (score, fp) = self.extend(ll, node, &changes);
-                    let (pd, pfp) = self.pocket_term(pocket, node, m);
-                    let (score, fp) = (score + pd, fp.wrapping_add(pfp));
+                    let (pd, pfp) = self.pocket_term(ev, node, m);
+                    let (td, shown) = self.transient_term(ev, node.shown, &changes);
+                    let score = score + pd + td + promotion_prior(m);
+                    let fp = fp.wrapping_add(pfp);
                     top.offer(
                         score + prior,
                         fp,
@@ -448,6 +520,7 @@ impl<'a> Decoder<'a> {
                         mv: m,
                         score,
                         fp,
+                        shown,
                     });
                 }
             }
@@ -491,6 +564,7 @@ impl<'a> Decoder<'a> {
                     fp: c.fp,
                     seq: parent.seq.push(c.mv),
                     drops,
+                    shown: c.shown,
                 });
             }
             frontier = next;
@@ -508,10 +582,12 @@ impl<'a> Decoder<'a> {
         }
         let best_entry = top.best.expect("no change is always offered");
         let disagreeing = self.disagreeing(ll, &best_entry.3, pos);
+        let disagreeing_unchanged = self.disagreeing(ll, &Seq::EMPTY, pos);
         Decoded {
             best: to_hypothesis(best_entry),
             runner_up: top.second.map(to_hypothesis),
             disagreeing,
+            disagreeing_unchanged,
             considered: top.count,
             illegal_considered,
         }
@@ -665,6 +741,18 @@ impl<'a> Decoder<'a> {
     }
 }
 
+/// A promoted piece that is captured at once leaves no trace of what it was: prefer the queen
+/// (the default promotion) by a hair.
+#[inline]
+fn promotion_prior(m: Move) -> f32 {
+    match m {
+        Move::Normal {
+            promotion: Some(r), ..
+        } if r != Role::Queen => -0.1,
+        _ => 0.0,
+    }
+}
+
 /// Reorders the moves of a sequence hypothesis (White's among themselves, Black's among
 /// themselves) so that they agree best with when their squares were seen to change
 /// (`changed_at`, ms per square, from the hand frames): one observation after a chain of fast
@@ -679,18 +767,25 @@ pub fn order_by_change_times(
     if moves.len() < 2 || moves.len() > 8 {
         return moves.to_vec();
     }
-    let Some(end) = replay(start, moves, variant) else {
+    let Some((end, _)) = replay(start, moves, variant) else {
         return moves.to_vec();
     };
     let time_of = |m: &Move| -> Option<u64> {
+        // When both squares of the move had changed: the target if it still shows the mover's
+        // piece at the end, the origin if it ends empty.
         let to = m.to();
-        let shown_to = SquareClass::on(&end, to);
-        if shown_to != SquareClass::Empty && shown_to.piece().map(|p| p.role) == Some(m.role()) {
-            return changed_at[to.index()];
-        }
-        m.from()
+        let on_to = SquareClass::on(&end, to)
+            .piece()
+            .filter(|p| p.role == m.role() || m.role() == Role::Pawn)
+            .and_then(|_| changed_at[to.index()]);
+        let on_from = m
+            .from()
             .filter(|f| SquareClass::on(&end, *f) == SquareClass::Empty)
-            .and_then(|f| changed_at[f.index()])
+            .and_then(|f| changed_at[f.index()]);
+        match (on_to, on_from) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
     };
     let inversions = |order: &[Move]| -> usize {
         let times: Vec<Option<u64>> = order.iter().map(time_of).collect();
@@ -720,26 +815,36 @@ pub fn order_by_change_times(
                 .collect();
             let inv = inversions(&order);
             if inv < best_inv
-                && let Some(e) = replay(start, &order, variant)
+                && let Some((e, resolved)) = replay(start, &order, variant)
                 && same_placement(&e, &end)
             {
                 best_inv = inv;
-                best = order;
+                best = resolved;
             }
         }
     }
     best
 }
 
-fn replay(start: &Position, moves: &[Move], variant: &Variant) -> Option<Position> {
+/// Plays `moves` from `start`, each re-resolved by its UCI form (a reordered capture captures
+/// something else); `None` if one is not legal there.
+fn replay(start: &Position, moves: &[Move], variant: &Variant) -> Option<(Position, Vec<Move>)> {
     let mut pos = start.clone();
+    let mut out = Vec::with_capacity(moves.len());
     for &m in moves {
-        if matches!(m, Move::Steal { .. }) || !pos.legal_moves(variant).contains(&m) {
+        if matches!(m, Move::Steal { .. }) {
             return None;
         }
-        pos.play(m, variant);
+        let uci = m.to_uci();
+        let found = pos
+            .legal_moves(variant)
+            .iter()
+            .copied()
+            .find(|l| l.to_uci() == uci)?;
+        pos.play(found, variant);
+        out.push(found);
     }
-    Some(pos)
+    Some((pos, out))
 }
 
 fn same_placement(a: &Position, b: &Position) -> bool {
@@ -828,7 +933,7 @@ mod tests {
         let v = Variant::default();
         let obs = Observation::exact(board, 0, after, 0.0);
         let ll = LogLik::from_observation(&obs, cfg.probability_floor);
-        Decoder::new(table, board, &v, &cfg, &ll).decode(&ll, None, false, None)
+        Decoder::new(table, board, &v, &cfg, &ll).decode(&ll, None, false, &Evidence::default())
     }
 
     fn after(table: &Table, board: BoardId, ucis: &[&str]) -> Position {

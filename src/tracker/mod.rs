@@ -18,7 +18,7 @@ mod rng;
 pub mod simulate;
 mod track;
 
-pub use decode::{Decoded, Decoder, Hypothesis, HypothesisKind, LogLik};
+pub use decode::{Decoded, Decoder, Evidence, Hypothesis, HypothesisKind, LogLik};
 pub use pockets::PocketWatcher;
 pub use track::Tracker;
 
@@ -275,6 +275,12 @@ pub struct TrackerConfig {
     /// Log-likelihood cost of a pocket reading that does not show the count a drop hypothesis
     /// implies (pocket readings are noisy and late, so this is mild).
     pub pocket_mismatch_nats: f32,
+    /// Bonus for each class a move sequence shows on a square that was seen there in passing
+    /// during the hand frames (tells a fast chain from a shorter one with the same end).
+    pub transient_nats: f32,
+    /// How long (ms) an undecided but fully explained board may wait for more evidence before
+    /// the best hypothesis is committed anyway (waiting on the same view helps no further).
+    pub undecided_commit_ms: u64,
     /// Required lead (nats, mean log-likelihood scale) of the best hypothesis over the runner-up
     /// with a different resulting position.
     pub commit_margin: f32,
@@ -304,10 +310,12 @@ impl Default for TrackerConfig {
             confident_probability: 0.6,
             probability_floor: 1e-6,
             prior_move: -1.0,
-            prior_extra_move: -3.0,
+            prior_extra_move: -2.0,
             prior_illegal: -8.0,
             prior_in_transit_drop: -2.0,
-            pocket_mismatch_nats: 2.0,
+            pocket_mismatch_nats: 4.0,
+            transient_nats: 2.0,
+            undecided_commit_ms: 1000,
             commit_margin: 3.0,
             commit_margin_none: 4.0,
             disagree_nats: 3.0,

@@ -73,6 +73,17 @@ impl PocketWatcher {
         }
     }
 
+    /// Pieces captured on the other board and not yet seen in `board`'s pockets, per colour and
+    /// role.
+    pub fn in_transit(&self, board: BoardId) -> [[u8; 5]; 2] {
+        let mut out = [[0u8; 5]; 2];
+        for h in self.pending.iter().filter(|h| h.from == board.other()) {
+            let n = &mut out[h.color.index()][h.role.index()];
+            *n = n.saturating_add(1);
+        }
+        out
+    }
+
     /// Pending hand-overs to `board` (for tests and tools).
     pub fn pending(&self, board: BoardId) -> usize {
         self.pending
