@@ -351,7 +351,9 @@ impl<'a> Decoder<'a> {
                 .unwrap_or(0);
             -self.cfg.pocket_mismatch_nats * off as f32
         };
-        (cost(old - 1) - cost(old), fp)
+        // Never positive: a pocket reading may tell drops apart, but a pocket that looks short
+        // (a hidden piece) must not create moves on an unchanged board.
+        ((cost(old - 1) - cost(old)).min(0.0), fp)
     }
 
     /// Bonus for the transient classes (seen during the hand frames) that `changes` shows, not

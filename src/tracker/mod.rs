@@ -314,7 +314,7 @@ impl Default for TrackerConfig {
             prior_illegal: -8.0,
             prior_in_transit_drop: -2.0,
             pocket_mismatch_nats: 4.0,
-            transient_nats: 2.0,
+            transient_nats: 1.0,
             undecided_commit_ms: 1000,
             commit_margin: 3.0,
             commit_margin_none: 4.0,
