@@ -43,8 +43,8 @@ fn options(seed: u64) -> EvalOptions {
 #[test]
 fn every_move_right_on_three_fics_games_with_moderate_noise() {
     let games = games();
-    for index in 0..3 {
-        let (report, latencies) = eval_game(&games[index], index, &options(1)).unwrap();
+    for (index, game) in games.iter().enumerate().take(3) {
+        let (report, latencies) = eval_game(game, index, &options(1)).unwrap();
         assert!(
             report.all_right,
             "game {index}: {}/{} moves right ({} committed)",
