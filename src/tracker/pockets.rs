@@ -12,14 +12,20 @@ use crate::rules::EventBody;
 
 use super::PocketReading;
 
-/// Consecutive readings without a shortfall that end a discrepancy.
+/// Consecutive readings that agree before a shortfall counts as gone (noise guard).
 const CLEAR_READINGS: u32 = 3;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct KeyState {
-    shortfall_since: Option<u64>,
-    ok_run: u32,
-    reported: bool,
+    /// Since when more pieces are missing than pending hand-overs and reported hidden pieces
+    /// explain.
+    hidden_since: Option<u64>,
+    /// Hidden pieces already reported (and still missing).
+    reported_hidden: u8,
+    /// Consecutive readings showing fewer missing pieces than pending hand-overs.
+    arrived_run: u32,
+    /// Consecutive readings without an unexplained shortfall.
+    clear_run: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -28,9 +34,15 @@ struct Handover {
     color: Color,
     role: Role,
     captured_ts: u64,
+    reported: bool,
 }
 
 /// Compares pocket readings with the engine's pockets and raises pocket alerts.
+///
+/// Per board, colour and role, the shortfall (held minus visible) is explained first by pending
+/// hand-overs (pieces captured on the other board, oldest first), then by hidden pieces. A
+/// hand-over still pending after the grace period is `handover_missing` (once per piece); a
+/// further shortfall that persists for the grace period is `hidden_pocket` (once per piece).
 #[derive(Debug, Clone)]
 pub struct PocketWatcher {
     grace_ms: u64,
@@ -57,6 +69,7 @@ impl PocketWatcher {
                 color: piece.color,
                 role: piece.role,
                 captured_ts: ts,
+                reported: false,
             });
         }
     }
@@ -105,49 +118,66 @@ impl PocketWatcher {
             for role in Role::POCKET {
                 let held = table.board(board).pocket(color).count(role);
                 let visible = reading.count(color, role);
+                let short = held.saturating_sub(visible);
+                let is_key =
+                    |h: &Handover| h.from == board.other() && h.color == color && h.role == role;
+                let pending = self.pending.iter().filter(|h| is_key(h)).count() as u8;
                 let key = &mut self.keys[board.index()][color.index()][role.index()];
-                if visible >= held {
-                    key.ok_run += 1;
-                    if key.ok_run >= CLEAR_READINGS {
-                        key.shortfall_since = None;
-                        key.reported = false;
+                // Fewer missing than pending: the oldest hand-overs arrived.
+                if short < pending {
+                    key.arrived_run += 1;
+                    if key.arrived_run >= CLEAR_READINGS {
+                        let mut extra = pending - short;
                         self.pending.retain(|h| {
-                            !(h.from == board.other() && h.color == color && h.role == role)
+                            if extra > 0 && is_key(h) {
+                                extra -= 1;
+                                false
+                            } else {
+                                true
+                            }
                         });
                     }
-                    continue;
+                } else {
+                    key.arrived_run = 0;
                 }
-                key.ok_run = 0;
-                let since = *key.shortfall_since.get_or_insert(ts);
-                if key.reported || ts.saturating_sub(since) < self.grace_ms {
-                    continue;
-                }
-                key.reported = true;
                 let piece = Piece { color, role }.char().to_string();
-                let mut missing = held - visible;
-                let mut keep = Vec::new();
-                for h in self.pending.drain(..) {
-                    if missing > 0 && h.from == board.other() && h.color == color && h.role == role
-                    {
-                        missing -= 1;
+                // Overdue hand-overs, each reported once, while the pocket is still short.
+                let mut unexplained = short;
+                for h in self.pending.iter_mut().filter(|h| is_key(h)) {
+                    if unexplained == 0 {
+                        break;
+                    }
+                    unexplained -= 1;
+                    if !h.reported && ts.saturating_sub(h.captured_ts) >= self.grace_ms {
+                        h.reported = true;
                         out.push(EventBody::HandoverMissing {
                             from_board: h.from,
                             color,
                             piece: piece.clone(),
                             captured_ts: h.captured_ts,
                         });
-                    } else {
-                        keep.push(h);
                     }
                 }
-                self.pending = keep;
-                if missing > 0 {
-                    out.push(EventBody::HiddenPocket {
-                        color,
-                        piece,
-                        held,
-                        visible,
-                    });
+                // What pending hand-overs do not explain is hidden.
+                if unexplained > key.reported_hidden {
+                    key.clear_run = 0;
+                    let since = *key.hidden_since.get_or_insert(ts);
+                    if ts.saturating_sub(since) >= self.grace_ms {
+                        key.reported_hidden = unexplained;
+                        key.hidden_since = None;
+                        out.push(EventBody::HiddenPocket {
+                            color,
+                            piece,
+                            held,
+                            visible,
+                        });
+                    }
+                } else {
+                    key.clear_run += 1;
+                    if key.clear_run >= CLEAR_READINGS {
+                        key.hidden_since = None;
+                        key.reported_hidden = key.reported_hidden.min(unexplained);
+                    }
                 }
             }
         }
@@ -221,16 +251,25 @@ mod tests {
         };
         w.on_capture(BoardId::B, knight, 0);
         let mut events = Vec::new();
-        for ts in (0..=1200).step_by(100) {
+        for ts in (0..=5000).step_by(100) {
             events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t));
         }
-        assert!(matches!(
-            events.as_slice(),
-            [EventBody::HandoverMissing {
-                from_board: BoardId::B,
-                ..
-            }]
-        ));
+        // Once, and not also as a hidden piece; it stays pending until it shows up.
+        assert!(
+            matches!(
+                events.as_slice(),
+                [EventBody::HandoverMissing {
+                    from_board: BoardId::B,
+                    captured_ts: 0,
+                    ..
+                }]
+            ),
+            "{events:?}"
+        );
+        assert_eq!(w.pending(BoardId::A), 1);
+        for ts in (5100..=5500).step_by(100) {
+            assert!(w.on_reading(BoardId::A, ts, &reading(1), &t).is_empty());
+        }
         assert_eq!(w.pending(BoardId::A), 0);
     }
 

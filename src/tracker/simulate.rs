@@ -309,7 +309,14 @@ pub fn simulate_game(
             let mut t = 0;
             while t < end {
                 if rng.chance(cfg.hidden_pocket_rate) {
-                    let snap = pocket_at(&pocket_snapshots[b.index()], t);
+                    // Only a piece that stands visibly in the pocket can be hidden.
+                    let mut snap = pocket_at(&pocket_snapshots[b.index()], t);
+                    for inv in &invisible {
+                        if inv.board == b && inv.from <= t && t < inv.until {
+                            let n = &mut snap[inv.color.index()][inv.role.index()];
+                            *n = n.saturating_sub(1);
+                        }
+                    }
                     let held: Vec<(Color, Role)> = Color::ALL
                         .into_iter()
                         .flat_map(|c| Role::POCKET.into_iter().map(move |r| (c, r)))
