@@ -85,7 +85,10 @@ pub enum HypothesisKind {
 }
 
 /// Longest move sequence one observation can be explained by.
-pub const MAX_SEQUENCE: usize = 8;
+pub const MAX_SEQUENCE: usize = 12;
+
+/// Change times closer than this are not taken as an order.
+const ORDER_TOLERANCE_MS: u64 = 150;
 
 /// A move sequence of at most [`MAX_SEQUENCE`] moves, without allocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,6 +241,8 @@ struct Node {
     drops: [[u8; 5]; 2],
     /// Transient classes this sequence shows (bits of `Evidence::transient_bit`).
     shown: u32,
+    /// Latest change time of the sequence's moves.
+    last_t: u64,
 }
 
 /// Evidence besides the square log-likelihoods of the stable observation.
@@ -250,6 +255,8 @@ pub struct Evidence {
     /// Per square and class: 0, or 1 + the index of a class confidently seen on that square
     /// during the hand frames since the last decision (at most 32 of them).
     pub transient_bit: Box<[[u8; SquareClass::COUNT]; 64]>,
+    /// When each transient class was first seen (ms), by bit index.
+    pub transient_time: [u64; 32],
 }
 
 impl Default for Evidence {
@@ -258,16 +265,19 @@ impl Default for Evidence {
             pocket: None,
             in_transit: [[0; 5]; 2],
             transient_bit: Box::new([[0; SquareClass::COUNT]; 64]),
+            transient_time: [0; 32],
         }
     }
 }
 
 impl Evidence {
-    /// Records that `class` was seen on `sq` while the board was moving. Returns false when the
-    /// table is full.
-    pub fn add_transient(&mut self, sq: Square, class: SquareClass) -> bool {
-        let slot = &self.transient_bit[sq.index()][class.index()];
-        if *slot != 0 {
+    /// Records that `class` was seen on `sq` from `ts` on while the board was moving (the
+    /// earliest time is kept). Returns false when the table is full.
+    pub fn add_transient(&mut self, sq: Square, class: SquareClass, ts: u64) -> bool {
+        let slot = self.transient_bit[sq.index()][class.index()];
+        if slot != 0 {
+            let t = &mut self.transient_time[slot as usize - 1];
+            *t = (*t).min(ts);
             return true;
         }
         let used = self
@@ -280,6 +290,7 @@ impl Evidence {
             return false;
         }
         self.transient_bit[sq.index()][class.index()] = used as u8 + 1;
+        self.transient_time[used] = ts;
         true
     }
 }
@@ -292,6 +303,7 @@ struct Candidate {
     score: f32,
     fp: u64,
     shown: u32,
+    last_t: u64,
 }
 
 /// Scores hypotheses for one board against the table the referee keeps.
@@ -359,16 +371,32 @@ impl<'a> Decoder<'a> {
     /// Bonus for the transient classes (seen during the hand frames) that `changes` shows, not
     /// yet shown by `node`'s sequence; returns the bonus and the new explained mask.
     #[inline]
-    fn transient_term(&self, ev: &Evidence, mask: u32, changes: &Changes) -> (f32, u32) {
+    ///
+    /// Also checks the order: a move whose squares were seen changing clearly before those of an
+    /// earlier move of the sequence costs `order_nats`. Returns the bonus, the new mask and the
+    /// new latest move time.
+    fn transient_term(
+        &self,
+        ev: &Evidence,
+        mask: u32,
+        last_t: u64,
+        changes: &Changes,
+    ) -> (f32, u32, u64) {
         let mut m = mask;
+        let mut t = 0;
         for &(sq, class) in &changes.0[..changes.1] {
             let bit = ev.transient_bit[sq.index()][class.index()];
             if bit != 0 {
                 m |= 1 << (bit - 1);
+                t = t.max(ev.transient_time[bit as usize - 1]);
             }
         }
         let gained = (m & !mask).count_ones();
-        (gained as f32 * self.cfg.transient_nats, m)
+        let mut bonus = gained as f32 * self.cfg.transient_nats;
+        if t > 0 && t + ORDER_TOLERANCE_MS < last_t {
+            bonus -= self.cfg.order_nats;
+        }
+        (bonus, m, last_t.max(t))
     }
 
     /// Score and fingerprint of `node` after `changes`.
@@ -422,6 +450,7 @@ impl<'a> Decoder<'a> {
             seq: Seq::EMPTY,
             drops: [[0; 5]; 2],
             shown: 0,
+            last_t: 0,
         };
         let mut frontier = Vec::with_capacity(legal.len());
         for &m1 in legal.iter() {
@@ -459,7 +488,7 @@ impl<'a> Decoder<'a> {
             let changes = diff(pos, &child);
             let (score, fp) = self.extend(ll, &root, &changes);
             let (pd, pfp) = self.pocket_term(ev, &root, m1);
-            let (td, shown) = self.transient_term(ev, 0, &changes);
+            let (td, shown, last_t) = self.transient_term(ev, 0, 0, &changes);
             let (score, fp) = (score + pd + td + promotion_prior(m1), fp.wrapping_add(pfp));
             top.offer(
                 score + self.cfg.prior_move,
@@ -483,6 +512,7 @@ impl<'a> Decoder<'a> {
                 seq: Seq::one(m1),
                 drops,
                 shown,
+                last_t,
             });
         }
         let max_len = (self.cfg.max_moves_per_observation as usize).min(MAX_SEQUENCE);
@@ -508,7 +538,8 @@ impl<'a> Decoder<'a> {
                     };
                     let (score, fp) = self.extend(ll, node, &changes);
                     let (pd, pfp) = self.pocket_term(ev, node, m);
-                    let (td, shown) = self.transient_term(ev, node.shown, &changes);
+                    let (td, shown, last_t) =
+                        self.transient_term(ev, node.shown, node.last_t, &changes);
                     let score = score + pd + td + promotion_prior(m);
                     let fp = fp.wrapping_add(pfp);
                     top.offer(
@@ -523,6 +554,7 @@ impl<'a> Decoder<'a> {
                         score,
                         fp,
                         shown,
+                        last_t,
                     });
                 }
             }
@@ -567,6 +599,7 @@ impl<'a> Decoder<'a> {
                     seq: parent.seq.push(c.mv),
                     drops,
                     shown: c.shown,
+                    last_t: c.last_t,
                 });
             }
             frontier = next;

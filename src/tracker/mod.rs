@@ -278,6 +278,8 @@ pub struct TrackerConfig {
     /// Bonus for each class a move sequence shows on a square that was seen there in passing
     /// during the hand frames (tells a fast chain from a shorter one with the same end).
     pub transient_nats: f32,
+    /// Cost of a move order that contradicts when the squares were seen changing.
+    pub order_nats: f32,
     /// How long (ms) an undecided but fully explained board may wait for more evidence before
     /// the best hypothesis is committed anyway (waiting on the same view helps no further).
     pub undecided_commit_ms: u64,
@@ -315,6 +317,7 @@ impl Default for TrackerConfig {
             prior_in_transit_drop: -2.0,
             pocket_mismatch_nats: 4.0,
             transient_nats: 1.0,
+            order_nats: 0.3,
             undecided_commit_ms: 1000,
             commit_margin: 3.0,
             commit_margin_none: 4.0,
@@ -322,7 +325,7 @@ impl Default for TrackerConfig {
             desync_min_squares: 2,
             desync_grace_ms: 1000,
             pocket_grace_ms: 3000,
-            max_moves_per_observation: 8,
+            max_moves_per_observation: 12,
             beam_width: 48,
         }
     }
@@ -363,7 +366,7 @@ impl TrackerConfig {
         if self.max_moves_per_observation == 0
             || self.max_moves_per_observation as usize > decode::MAX_SEQUENCE
         {
-            return bad("max_moves_per_observation must be in 1..=8");
+            return bad("max_moves_per_observation must be in 1..=12");
         }
         if self.beam_width == 0 {
             return bad("beam_width must be at least 1");

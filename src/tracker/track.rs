@@ -361,7 +361,7 @@ impl Tracker {
                 if since < bt.decided_ts {
                     break;
                 }
-                if class != SquareClass::on(pos, sq) && !ev.add_transient(sq, class) {
+                if class != SquareClass::on(pos, sq) && !ev.add_transient(sq, class, since) {
                     break;
                 }
             }
