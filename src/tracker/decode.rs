@@ -179,11 +179,17 @@ struct Top {
     best: Option<Entry>,
     second: Option<Entry>,
     count: usize,
+    /// With a clock feed: the number of moves the presses announce, and the cost per move off.
+    presses: Option<(u32, f32)>,
 }
 
 impl Top {
     fn offer(&mut self, score: f32, fp: u64, kind: HypothesisKind, seq: Seq) {
         self.count += 1;
+        let score = match self.presses {
+            Some((n, nats)) => score - nats * (seq.len as f32 - n as f32).abs(),
+            None => score,
+        };
         let entry = (score, fp, kind, seq);
         match self.best {
             Some(b) if b.1 == fp => {
@@ -257,6 +263,8 @@ pub struct Evidence {
     pub transient_bit: Box<[[u8; SquareClass::COUNT]; 64]>,
     /// When each transient class was first seen (ms), by bit index.
     pub transient_time: [u64; 32],
+    /// With a clock feed: clock presses since the last decision (each completes one move).
+    pub presses: Option<u32>,
 }
 
 impl Default for Evidence {
@@ -266,6 +274,7 @@ impl Default for Evidence {
             in_transit: [[0; 5]; 2],
             transient_bit: Box::new([[0; SquareClass::COUNT]; 64]),
             transient_time: [0; 32],
+            presses: None,
         }
     }
 }
@@ -440,6 +449,7 @@ impl<'a> Decoder<'a> {
             best: None,
             second: None,
             count: 0,
+            presses: ev.presses.map(|n| (n, self.cfg.press_mismatch_nats)),
         };
         top.offer(0.0, 0, HypothesisKind::NoChange, Seq::EMPTY);
         let root = Node {

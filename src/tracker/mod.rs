@@ -278,6 +278,9 @@ pub struct TrackerConfig {
     /// Bonus for each class a move sequence shows on a square that was seen there in passing
     /// during the hand frames (tells a fast chain from a shorter one with the same end).
     pub transient_nats: f32,
+    /// With a clock feed: cost per move by which a hypothesis differs from the number of clock
+    /// presses since the last decision.
+    pub press_mismatch_nats: f32,
     /// Cost of a move order that contradicts when the squares were seen changing.
     pub order_nats: f32,
     /// How long (ms) an undecided but fully explained board may wait for more evidence before
@@ -318,9 +321,10 @@ impl Default for TrackerConfig {
             pocket_mismatch_nats: 4.0,
             transient_nats: 1.0,
             order_nats: 0.3,
+            press_mismatch_nats: 3.0,
             undecided_commit_ms: 1000,
             commit_margin: 3.0,
-            commit_margin_none: 4.0,
+            commit_margin_none: 3.0,
             disagree_nats: 3.0,
             desync_min_squares: 2,
             desync_grace_ms: 1000,

@@ -296,7 +296,9 @@ impl Tracker {
         };
         if due {
             events.extend(self.decide(b, true));
-        } else if self.note_suspects(b) && !self.clock_feed {
+        } else if !self.boards[b.index()].open && self.note_suspects(b) && !self.clock_feed {
+            // (While the board is open, a change is not a misread yet: with a clock feed the
+            // press usually comes after the board is stable again.)
             // Several squares changed without any motion seen (a move between two frames):
             // decide now rather than call real changes misreads.
             self.boards[b.index()].open = true;
@@ -354,6 +356,7 @@ impl Tracker {
             let mut ev = Evidence {
                 pocket: median_reading(&bt.pockets),
                 in_transit: self.pockets.in_transit(b),
+                presses: self.clock_feed.then_some(bt.presses),
                 ..Evidence::default()
             };
             let pos = table.board(b);
