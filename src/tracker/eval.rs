@@ -179,20 +179,6 @@ pub fn eval_game(
         if let Some(k) = hit {
             matched_events[k] = true;
             detected += 1;
-        } else if std::env::var("TRK_DEBUG").is_ok() {
-            let near: Vec<_> = events
-                .iter()
-                .filter(|e| {
-                    matches!(
-                        e.body,
-                        EventBody::HiddenPocket { .. } | EventBody::HandoverMissing { .. }
-                    ) && e.board == Some(inc.board)
-                        && e.ts + 20000 >= inc.start
-                        && e.ts <= inc.end + 20000
-                })
-                .map(|e| format!("{} {:?}", e.ts, e.body))
-                .collect();
-            eprintln!("MISSED game {index} {inc:?} near {near:?}");
         }
     }
     let mut desyncs = 0;

@@ -327,16 +327,8 @@ impl Tracker {
         if disagree.len() >= 2 {
             return true;
         }
-        for (sq, seen, expected) in disagree {
-            {
-                if std::env::var("TRK_DEBUG").is_ok() {
-                    eprintln!(
-                        "{} {b} suspect {sq} {:?} expected {:?}",
-                        bt.stable_ts, seen, expected
-                    );
-                }
-                bt.suspects[sq.index()] = Some(seen);
-            }
+        for (sq, seen, _) in disagree {
+            bt.suspects[sq.index()] = Some(seen);
         }
         false
     }
@@ -375,31 +367,6 @@ impl Tracker {
                 &ev,
             )
         };
-        if std::env::var("TRK_DEBUG").is_ok() {
-            eprintln!(
-                "{ts} {b} best {:?} {:?} score {:.2} margin {:.2} runner {:?} disagree {:?} open {} lost {}",
-                decoded.best.kind,
-                decoded
-                    .best
-                    .moves
-                    .iter()
-                    .map(|m| m.to_string())
-                    .collect::<Vec<_>>(),
-                decoded.best.score,
-                decoded.margin(),
-                decoded.runner_up.as_ref().map(|r| (
-                    r.moves.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
-                    r.score
-                )),
-                decoded
-                    .disagreeing
-                    .iter()
-                    .map(|d| format!("{}:{}>{}", d.square, d.expected, d.observed))
-                    .collect::<Vec<_>>(),
-                self.boards[b.index()].open,
-                self.boards[b.index()].lost,
-            );
-        }
         let margin_ok = decoded.margin() >= self.cfg.commit_margin;
         let best = &decoded.best;
         let beats_none = best.score >= self.cfg.commit_margin_none;
@@ -432,12 +399,6 @@ impl Tracker {
             && bt.refused != Some(best.fingerprint);
         if committable {
             let fp = best.fingerprint;
-            if std::env::var("TRK_DEBUG").is_ok() {
-                let ca: Vec<String> = Square::all()
-                    .filter_map(|sq| bt.changed_at[sq.index()].map(|t| format!("{sq}@{t}")))
-                    .collect();
-                eprintln!("changed_at {ca:?}");
-            }
             let moves = if best.kind == HypothesisKind::Sequence {
                 // Change times of this chain: confirmed changes since the last decision, else a
                 // change seen once that the stable reading agrees with.
