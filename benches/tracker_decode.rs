@@ -1,7 +1,7 @@
 //! Time to decode one stable observation of one board in a bughouse middlegame (FICS game #0 of
 //! `fics-64.bpgn` after 30 moves on board A, both sides holding pieces): every legal move and
-//! every legal two-move sequence exhaustively, longer chains by beam (the default, up to 8
-//! moves), and two-move sequences only. The observation shows a fast reply (two moves) with
+//! every legal two-move sequence exhaustively, longer chains by beam (the default, up to 12
+//! moves), two-move sequences only, and single moves only. The observation shows a fast reply (two moves) with
 //! simulated classifier noise.
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -63,7 +63,11 @@ fn bench(c: &mut Criterion) {
     let obs = observation(&table, &v);
     let ev = Evidence::default();
     let mut group = c.benchmark_group("tracker_decode");
-    for (name, max_moves) in [("beam_8", 8), ("two_moves", 2), ("single_move", 1)] {
+    for (name, max_moves) in [
+        ("default_beam_12", 12),
+        ("two_moves", 2),
+        ("single_move", 1),
+    ] {
         let cfg = TrackerConfig {
             max_moves_per_observation: max_moves,
             ..TrackerConfig::default()

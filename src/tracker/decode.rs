@@ -326,6 +326,8 @@ pub struct Decoder<'a> {
 }
 
 impl<'a> Decoder<'a> {
+    /// A decoder for `board` of `table` (the referee's); `ll` is the observation to decode (its
+    /// no-change log-likelihood per square is cached).
     pub fn new(
         table: &'a Table,
         board: BoardId,

@@ -52,6 +52,7 @@ pub struct PocketWatcher {
 }
 
 impl PocketWatcher {
+    /// A watcher that waits `grace_ms` before any alert.
     pub fn new(grace_ms: u64) -> PocketWatcher {
         PocketWatcher {
             grace_ms,
