@@ -381,3 +381,48 @@ impl TrackerConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_index_order_is_the_documented_one() {
+        let letters: String = SquareClass::ALL.iter().map(|c| c.char()).collect();
+        assert_eq!(letters, ".PNBRQKpnbrqk");
+        for (i, c) in SquareClass::ALL.iter().enumerate() {
+            assert_eq!(c.index(), i);
+            assert_eq!(SquareClass::of(c.piece()), *c);
+        }
+    }
+
+    #[test]
+    fn malformed_observations_are_errors() {
+        let good = [[1.0 / 13.0; SquareClass::COUNT]; 64];
+        assert!(Observation::new(BoardId::A, 0, &good, 0.0, None).is_ok());
+        assert_eq!(
+            Observation::new(BoardId::A, 0, &good[..63], 0.0, None),
+            Err(ObservationError::SquareCount(63))
+        );
+        let mut bad = good;
+        bad[10][3] = f32::NAN;
+        assert!(matches!(
+            Observation::new(BoardId::A, 0, &bad, 0.0, None),
+            Err(ObservationError::BadProbabilities { .. })
+        ));
+        let zero = [[0.0; SquareClass::COUNT]; 64];
+        assert!(Observation::new(BoardId::A, 0, &zero, 0.0, None).is_err());
+        assert!(Observation::new(BoardId::A, 0, &good, 1.5, None).is_err());
+    }
+
+    #[test]
+    fn config_toml_overrides_and_validation() {
+        let cfg = TrackerConfig::from_toml("stable_frames = 4\ncommit_margin = 5.0\n").unwrap();
+        assert_eq!(cfg.stable_frames, 4);
+        assert_eq!(cfg.commit_margin, 5.0);
+        assert_eq!(cfg.beam_width, TrackerConfig::default().beam_width);
+        assert!(TrackerConfig::from_toml("stable_frames = 0").is_err());
+        assert!(TrackerConfig::from_toml("max_moves_per_observation = 13").is_err());
+        assert!(TrackerConfig::from_toml("no_such_key = 1").is_err());
+    }
+}

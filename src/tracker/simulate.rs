@@ -582,3 +582,63 @@ fn render_frame(
     )
     .expect("simulated probabilities are finite and positive")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::bpgn::parse_bpgn;
+
+    const GAME: &str = "[Event \"t\"]\n[TimeControl \"180+0\"]\n\n1A. e4{179.0} 1a. e5{178.0} \
+        1B. d4{179.5} 2A. Nf3{177.0} 1b. d5{178.5} 2a. Nc6{176.0} 3A. Bb5{175.9} *\n";
+
+    fn game() -> BpgnGame {
+        parse_bpgn(GAME.as_bytes()).unwrap().remove(0)
+    }
+
+    #[test]
+    fn same_seed_same_stream_other_seed_other_noise() {
+        let v = Variant::fics();
+        let cfg = SimConfig::default();
+        let a = simulate_game(&game(), &v, &cfg, 5).unwrap();
+        let b = simulate_game(&game(), &v, &cfg, 5).unwrap();
+        let c = simulate_game(&game(), &v, &cfg, 6).unwrap();
+        assert_eq!(a.observations, b.observations);
+        assert_eq!(a.truth, c.truth);
+        assert_ne!(a.observations, c.observations);
+        assert_eq!(a.truth[0], ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5"]);
+        assert_eq!(a.truth[1], ["d2d4", "d7d5"]);
+    }
+
+    #[test]
+    fn every_move_is_made_under_a_hand_and_boards_interleave_in_time() {
+        let v = Variant::fics();
+        let cfg = SimConfig::default();
+        let sim = simulate_game(&game(), &v, &cfg, 1).unwrap();
+        assert!(sim.observations.windows(2).all(|w| w[0].ts <= w[1].ts));
+        for &(press, board) in &sim.presses {
+            let hand = sim.observations.iter().any(|o| {
+                o.board == board && o.ts + 1000 >= press && o.ts <= press && o.motion >= 0.6
+            });
+            assert!(hand, "no hand frame before the press at {press} on {board}");
+        }
+        // Calm frames exist and are calm.
+        assert!(sim.observations.iter().any(|o| o.motion < 0.1));
+        // Presses of one board are at least `min_move_ms` apart.
+        for b in [BoardId::A, BoardId::B] {
+            let t: Vec<u64> = sim
+                .presses
+                .iter()
+                .filter(|p| p.1 == b)
+                .map(|p| p.0)
+                .collect();
+            assert!(t.windows(2).all(|w| w[1] - w[0] >= cfg.min_move_ms));
+        }
+    }
+
+    #[test]
+    fn a_truncated_record_is_an_error_not_a_panic() {
+        let text = "[Event \"t\"]\n\n1A. Qe7+{179.0} *\n";
+        let g = parse_bpgn(text.as_bytes()).unwrap().remove(0);
+        assert!(simulate_game(&g, &Variant::fics(), &SimConfig::default(), 1).is_err());
+    }
+}
