@@ -11,6 +11,9 @@ use super::decode::{Decoder, Evidence, HypothesisKind, LogLik, order_by_change_t
 /// Probability a square's top class needs before a change of it is believed (change times).
 const CHANGE_CONFIDENCE: f32 = 0.9;
 
+/// How long a mating move waits for an earlier change on the other board to be decided.
+const MATE_WAIT_MS: u64 = 2000;
+
 /// Calm pocket readings whose per-count median is compared with drop hypotheses.
 const POCKET_READINGS: usize = 5;
 
@@ -55,6 +58,8 @@ struct BoardTrack {
     stable_ts: u64,
     /// Something may have changed since the last decision (motion seen, or a residue left).
     open: bool,
+    /// The latest hand frame (or clock press) since the last decision: when the change ended.
+    last_motion: Option<u64>,
     /// Clock presses not yet matched by committed moves.
     presses: u32,
     /// Desync: since when the board is unexplained, and whether `desync` was raised.
@@ -98,6 +103,7 @@ impl BoardTrack {
             stable: None,
             stable_ts: 0,
             open: false,
+            last_motion: None,
             presses: 0,
             unexplained_since: None,
             lost: false,
@@ -181,6 +187,7 @@ impl Tracker {
         self.clock_feed = true;
         let bt = &mut self.boards[board.index()];
         bt.presses += 1;
+        bt.last_motion = Some(ts);
         bt.open = true;
         if bt.stable.is_some() {
             bt.stable_ts = ts;
@@ -237,6 +244,7 @@ impl Tracker {
             bt.prev = None;
             bt.run = 0;
             bt.stable = None;
+            bt.last_motion = Some(obs.ts);
             bt.open = true;
             bt.refused = None;
             return events;
@@ -301,7 +309,9 @@ impl Tracker {
             // press usually comes after the board is stable again.)
             // Several squares changed without any motion seen (a move between two frames):
             // decide now rather than call real changes misreads.
-            self.boards[b.index()].open = true;
+            let bt = &mut self.boards[b.index()];
+            bt.last_motion.get_or_insert(obs.ts);
+            bt.open = true;
             events.extend(self.decide(b, true));
         }
         events
@@ -339,6 +349,18 @@ impl Tracker {
         let Some(ll) = self.boards[b.index()].stable.clone() else {
             return events;
         };
+        // Keep the two boards in playing order: a change on the other board that ended earlier
+        // and is ready to be decided goes first (a capture before its drop, a move before the
+        // mate that ends the match).
+        let (me, them) = (&self.boards[b.index()], &self.boards[b.other().index()]);
+        if may_wait_for_other
+            && them.open
+            && them.stable.is_some()
+            && (!self.clock_feed || them.presses > 0)
+            && them.last_motion.unwrap_or(u64::MAX) < me.last_motion.unwrap_or(u64::MAX)
+        {
+            events.extend(self.decide(b.other(), false));
+        }
         let ts = self.boards[b.index()].stable_ts;
         let other = self.boards[b.other().index()].stable.clone();
         let other_busy = self.boards[b.other().index()].open;
@@ -397,6 +419,11 @@ impl Tracker {
             && (margin_ok || waited_out)
             && beats_none
             && bt.refused != Some(best.fingerprint);
+        if committable && may_wait_for_other && self.mate_waits_for_other(b, &best.moves) {
+            // This would end the match while the other board, whose change ended first, is
+            // not decided yet: its move came first, so wait for it (a frame or two).
+            return events;
+        }
         if committable {
             let fp = best.fingerprint;
             let moves = if best.kind == HypothesisKind::Sequence {
@@ -431,6 +458,7 @@ impl Tracker {
             }
             if decoded.disagreeing.is_empty() {
                 bt.open = false;
+                bt.last_motion = None;
             }
             if clean {
                 self.explained(b, ts, &mut events);
@@ -440,6 +468,7 @@ impl Tracker {
         if best.kind == HypothesisKind::NoChange && margin_ok && clean {
             let bt = &mut self.boards[b.index()];
             bt.open = false;
+            bt.last_motion = None;
             bt.decided_ts = ts;
             bt.undecided_since = None;
             if self.clock_feed {
@@ -478,6 +507,30 @@ impl Tracker {
             events.push(self.event(ts, Some(b), body));
         }
         events
+    }
+
+    /// Whether `moves` on `b` would mate while the other board has an undecided change that
+    /// ended earlier.
+    fn mate_waits_for_other(&self, b: BoardId, moves: &[crate::engine::Move]) -> bool {
+        let (me, them) = (&self.boards[b.index()], &self.boards[b.other().index()]);
+        // Only a recent change is waited for: a board out of sync must not hold the match.
+        let recent = them
+            .last_motion
+            .is_some_and(|t| me.stable_ts.saturating_sub(t) < MATE_WAIT_MS);
+        let earlier = them.open
+            && recent
+            && them.last_motion.unwrap_or(u64::MAX) < me.last_motion.unwrap_or(u64::MAX)
+            && (!self.clock_feed || them.presses > 0);
+        if !earlier {
+            return false;
+        }
+        let mut table = self.referee.table().clone();
+        for &m in moves {
+            if table.play(b, m, &self.variant).is_err() {
+                return false;
+            }
+        }
+        table.is_checkmate(b, &self.variant)
     }
 
     /// The board is explained again: clear the desync clock and report a recovery.
