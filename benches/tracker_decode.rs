@@ -33,11 +33,14 @@ fn middlegame() -> Table {
     table
 }
 
-/// A noisy observation of `table`'s board A after two legal moves (deterministic noise).
-fn observation(table: &Table, v: &Variant) -> Observation {
+/// A noisy observation of `table`'s board A after two legal moves (deterministic noise), and
+/// those moves in UCI.
+fn observation(table: &Table, v: &Variant) -> (Observation, Vec<String>) {
     let mut pos = table.board(BoardId::A).clone();
+    let mut played = Vec::new();
     for _ in 0..2 {
         let mv = pos.legal_moves(v)[3];
+        played.push(mv.to_string());
         pos.play(mv, v);
     }
     let mut seed = 0x2545_f491_4f6c_dd1du64;
@@ -54,13 +57,14 @@ fn observation(table: &Table, v: &Variant) -> Observation {
             std::array::from_fn(|i| (6.0 * p[i] + 2.0 * noise()).exp())
         })
         .collect();
-    Observation::new(BoardId::A, 0, &squares, 0.0, None).expect("valid")
+    let obs = Observation::new(BoardId::A, 0, &squares, 0.0, None).expect("valid");
+    (obs, played)
 }
 
 fn bench(c: &mut Criterion) {
     let table = middlegame();
     let v = Variant::fics();
-    let obs = observation(&table, &v);
+    let (obs, played) = observation(&table, &v);
     let ev = Evidence::default();
     let mut group = c.benchmark_group("tracker_decode");
     for (name, max_moves) in [
@@ -74,17 +78,14 @@ fn bench(c: &mut Criterion) {
         };
         let ll = LogLik::from_observation(&obs, cfg.probability_floor);
         let decoded = Decoder::new(&table, BoardId::A, &v, &cfg, &ll).decode(&ll, None, false, &ev);
+        let found: Vec<String> = decoded.best.moves.iter().map(|m| m.to_string()).collect();
         eprintln!(
-            "{name}: {} hypotheses, best {:?} {:?}",
-            decoded.considered,
-            decoded.best.kind,
-            decoded
-                .best
-                .moves
-                .iter()
-                .map(|m| m.to_string())
-                .collect::<Vec<_>>()
+            "{name}: {} hypotheses, best {:?} {found:?}, played {played:?}",
+            decoded.considered, decoded.best.kind
         );
+        if max_moves >= 2 {
+            assert_eq!(found, played, "the bench must decode what was played");
+        }
         group.bench_function(name, |b| {
             b.iter(|| {
                 let ll = LogLik::from_observation(black_box(&obs), cfg.probability_floor);
