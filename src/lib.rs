@@ -14,4 +14,5 @@ pub mod publish;
 pub mod rules;
 pub mod runtime;
 pub mod sim;
+pub mod tracker;
 pub mod vision;

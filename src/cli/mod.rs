@@ -10,6 +10,7 @@ mod evidence;
 mod referee;
 mod run;
 mod sim;
+mod tracker;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
 #[derive(Debug, Parser)]
@@ -45,6 +46,9 @@ enum Command {
     Run(run::RunArgs),
     /// Replay a BPGN game's clock presses to an MQTT broker, as a clock bridge would.
     ClockSim(run::ClockSimArgs),
+    /// Measure a stage against known truth (`tracker-sim`: the tracker on simulated observations).
+    #[command(subcommand)]
+    Eval(tracker::EvalCommand),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -61,5 +65,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sim(args) => sim::run(args),
         Command::Run(args) => run::run(args),
         Command::ClockSim(args) => run::clock_sim(args),
+        Command::Eval(cmd) => tracker::eval(cmd),
     }
 }

@@ -95,6 +95,55 @@ pub enum EventBody {
     },
     /// The monitor's own state, and problems with input it could not use.
     Status { state: String, detail: String },
+    /// The tracker cannot explain what the camera sees on `board` from the tracked position (state
+    /// `lost`, with the disagreeing squares as evidence), or can again (state `recovered`, empty
+    /// evidence). While lost, the last good position is kept and the other board goes on.
+    Desync {
+        state: DesyncState,
+        /// The squares that disagree, observed vs expected.
+        squares: Vec<SquareEvidence>,
+        /// The tracked board FEN the observation was compared with.
+        fen: String,
+    },
+    /// Fewer pieces are visible in a pocket than the player holds, for longer than the grace
+    /// period (texts 000 §7(3), 002, 004 §5c: the pocket must stand visibly beside the board).
+    HiddenPocket {
+        color: Color,
+        /// The role as a FEN letter of the owner's colour (`N`, `p`).
+        piece: String,
+        held: u8,
+        visible: u8,
+    },
+    /// A piece captured on `from_board` never appeared in the partner's pocket on `board` within
+    /// the grace period: the capturer did not hand it over.
+    HandoverMissing {
+        from_board: BoardId,
+        color: Color,
+        /// The piece as a FEN letter of the owner's colour.
+        piece: String,
+        /// When the capture was committed (ms).
+        captured_ts: u64,
+    },
+}
+
+/// Whether a `desync` event starts or ends a desync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DesyncState {
+    Lost,
+    Recovered,
+}
+
+/// One square where the tracker's observation disagrees with the tracked position.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SquareEvidence {
+    pub square: String,
+    /// FEN letter of the observed (most probable) class, `.` for empty.
+    pub observed: char,
+    /// FEN letter of the class the tracked position expects.
+    pub expected: char,
+    /// Log-likelihood gap (nats) between observed and expected.
+    pub nats: f32,
 }
 
 /// What the rule set makes of an illegal move at the moment it is seen.

@@ -10,7 +10,9 @@ mod replay;
 mod ruleset;
 
 pub use action::{Action, ActionError, ClaimKind, TimedAction};
-pub use event::{Event, EventBody, IllegalConsequence, MatchResult, ResultReason};
+pub use event::{
+    DesyncState, Event, EventBody, IllegalConsequence, MatchResult, ResultReason, SquareEvidence,
+};
 pub use referee::{Referee, RefereeError};
 pub use replay::replay_game;
 pub use ruleset::*;

@@ -1,0 +1,137 @@
+//! `tandem eval tracker-sim`: the tracker on simulated observations of recorded games.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use tandem_monitor::engine::bpgn;
+use tandem_monitor::rules::RuleSet;
+use tandem_monitor::tracker::TrackerConfig;
+use tandem_monitor::tracker::eval::{EvalOptions, eval_games};
+
+/// What `tandem eval` can evaluate.
+#[derive(Debug, clap::Subcommand)]
+pub enum EvalCommand {
+    /// Run the tracker on simulated camera observations of every game of a BPGN file and compare
+    /// the committed moves with the record.
+    TrackerSim(TrackerSimArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TrackerSimArgs {
+    /// A BPGN file with one or more games.
+    #[arg(long)]
+    games: PathBuf,
+    /// Print the report as one JSON object (the default prints a short summary).
+    #[arg(long)]
+    json: bool,
+    /// Seed of the simulator.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Per square and frame: probability of a one-frame misread (a look-alike class).
+    #[arg(long)]
+    misread_rate: Option<f64>,
+    /// Standard deviation of the classifier noise on the logits (signal is 6).
+    #[arg(long)]
+    noise: Option<f32>,
+    /// Per board and second: probability that a persistent misread of one square starts.
+    #[arg(long)]
+    persistent_rate: Option<f64>,
+    /// Inject pocket incidents: per capture, probability that the piece is not handed over, and
+    /// per board and second, probability that a player hides a pocket piece.
+    #[arg(long)]
+    incident_rate: Option<f64>,
+    /// Shortest time between two moves on one board in the simulation (ms); recorded online
+    /// premoves faster than this are delayed (default 300).
+    #[arg(long)]
+    min_move_ms: Option<u64>,
+    /// Feed the simulated clock presses (moves are committed at presses).
+    #[arg(long)]
+    clock: bool,
+    /// Evaluate at most this many games.
+    #[arg(long)]
+    max_games: Option<usize>,
+    /// Rule set: a preset name or a TOML file.
+    #[arg(long, default_value = "fics")]
+    rules: String,
+    /// Tracker configuration overrides (TOML).
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+pub fn eval(cmd: EvalCommand) -> anyhow::Result<()> {
+    match cmd {
+        EvalCommand::TrackerSim(args) => tracker_sim(args),
+    }
+}
+
+fn tracker_sim(args: TrackerSimArgs) -> anyhow::Result<()> {
+    let bytes = std::fs::read(&args.games)
+        .with_context(|| format!("cannot read {}", args.games.display()))?;
+    let mut games = bpgn::parse_bpgn(&bytes)
+        .with_context(|| format!("{} is not a BPGN file", args.games.display()))?;
+    if let Some(n) = args.max_games {
+        games.truncate(n);
+    }
+    let mut opts = EvalOptions {
+        rules: RuleSet::load(&args.rules)?,
+        seed: args.seed,
+        clock: args.clock,
+        ..EvalOptions::default()
+    };
+    if let Some(path) = &args.config {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        opts.tracker = TrackerConfig::from_toml(&text)?;
+    }
+    if let Some(r) = args.misread_rate {
+        anyhow::ensure!((0.0..=1.0).contains(&r), "--misread-rate must be in [0, 1]");
+        opts.sim.confusion_rate = r;
+    }
+    if let Some(n) = args.noise {
+        anyhow::ensure!(
+            n.is_finite() && n >= 0.0,
+            "--noise must be a non-negative number"
+        );
+        opts.sim.noise = n;
+    }
+    if let Some(r) = args.persistent_rate {
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&r),
+            "--persistent-rate must be in [0, 1]"
+        );
+        opts.sim.persistent_misread_rate = r;
+    }
+    if let Some(ms) = args.min_move_ms {
+        opts.sim.min_move_ms = ms;
+    }
+    if let Some(r) = args.incident_rate {
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&r),
+            "--incident-rate must be in [0, 1]"
+        );
+        opts.sim.handover_missing_rate = r;
+        opts.sim.hidden_pocket_rate = r / 10.0;
+    }
+    let report = eval_games(&games, &opts);
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "games {} (skipped {}), moves right {}/{} ({:.4}), games all right {} ({:.3}), desyncs {}, false alerts {}, incidents {}/{}, latency p50 {:.3} ms p99 {:.3} ms",
+            report.games,
+            report.skipped.len(),
+            report.moves_right,
+            report.moves_truth,
+            report.move_accuracy,
+            report.games_all_right,
+            report.games_all_right_fraction,
+            report.desyncs,
+            report.false_alerts,
+            report.incidents_detected,
+            report.incidents_injected,
+            report.latency_ms_p50,
+            report.latency_ms_p99
+        );
+    }
+    Ok(())
+}

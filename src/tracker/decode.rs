@@ -1,0 +1,1035 @@
+//! Engine-constrained decoding of one stable observation of one board.
+//!
+//! Every hypothesis is a position reachable from the tracked one: no change, one legal move (drops,
+//! promotions, the steal promotion), two legal moves (a fast reply), and, only when those leave
+//! the board unexplained, illegal physical moves. Its score is the log-likelihood of the
+//! observation given the hypothesised position plus a log prior. The log-likelihood is computed
+//! incrementally: a hypothesis only differs from "no change" on the squares it changes, so a square
+//! that no hypothesis touches (a misread knight on b1) adds the same to all of them and cancels.
+
+use crate::engine::{BoardId, Color, Move, Position, Role, Square, Table, Variant};
+
+use super::{Observation, PocketReading, SquareClass, SquareEvidence, TrackerConfig};
+
+/// Per-square log-probabilities of one (or the mean of several) observations.
+#[derive(Debug, Clone)]
+pub struct LogLik {
+    ll: [[f32; SquareClass::COUNT]; 64],
+    /// The largest log-probability per square (the unconstrained argmax).
+    top: [f32; 64],
+}
+
+impl LogLik {
+    /// Logs of one observation's probabilities, floored at `floor`.
+    pub fn from_observation(obs: &Observation, floor: f32) -> LogLik {
+        let mut ll = [[0f32; SquareClass::COUNT]; 64];
+        for sq in Square::all() {
+            let p = obs.square(sq);
+            for (d, &x) in ll[sq.index()].iter_mut().zip(p) {
+                *d = x.max(floor).ln();
+            }
+        }
+        LogLik::from_logs(ll)
+    }
+
+    /// From summed log-probabilities over `n` observations (their mean is used).
+    pub fn from_sum(sum: &[[f32; SquareClass::COUNT]; 64], n: u32) -> LogLik {
+        let k = 1.0 / n.max(1) as f32;
+        LogLik::from_logs(sum.map(|v| v.map(|x| x * k)))
+    }
+
+    fn from_logs(ll: [[f32; SquareClass::COUNT]; 64]) -> LogLik {
+        let top = std::array::from_fn(|i| ll[i].iter().copied().fold(f32::NEG_INFINITY, f32::max));
+        LogLik { ll, top }
+    }
+
+    /// Makes a square uninformative (all classes equally likely): used for squares known to be
+    /// misread persistently, so that they cannot become moves.
+    pub fn flatten(&mut self, sq: Square) {
+        self.ll[sq.index()] = [0.0; SquareClass::COUNT];
+        self.top[sq.index()] = 0.0;
+    }
+
+    /// Log-probability of `class` on `sq`.
+    #[inline]
+    pub fn get(&self, sq: Square, class: SquareClass) -> f32 {
+        self.ll[sq.index()][class.index()]
+    }
+
+    /// The most likely class of `sq`.
+    pub fn argmax(&self, sq: Square) -> SquareClass {
+        let v = &self.ll[sq.index()];
+        let mut best = 0;
+        for i in 1..SquareClass::COUNT {
+            if v[i] > v[best] {
+                best = i;
+            }
+        }
+        SquareClass::ALL[best]
+    }
+}
+
+/// What kind of explanation a hypothesis is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HypothesisKind {
+    NoChange,
+    /// One legal move.
+    Move,
+    /// Several legal moves in one observation (fast replies), in playing order.
+    Sequence,
+    /// One physically possible but illegal move (goes to the referee, comes back `illegal_move`).
+    Illegal,
+    /// A drop of a piece this pocket does not hold yet while the partner board has an undecided
+    /// change: the decision waits for that board.
+    InTransitDrop,
+}
+
+/// Longest move sequence one observation can be explained by.
+pub const MAX_SEQUENCE: usize = 12;
+
+/// Change times closer than this are not taken as an order.
+const ORDER_TOLERANCE_MS: u64 = 150;
+
+/// A move sequence of at most [`MAX_SEQUENCE`] moves, without allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seq {
+    moves: [Option<Move>; MAX_SEQUENCE],
+    len: usize,
+}
+
+impl Seq {
+    const EMPTY: Seq = Seq {
+        moves: [None; MAX_SEQUENCE],
+        len: 0,
+    };
+
+    fn one(m: Move) -> Seq {
+        Seq::EMPTY.push(m)
+    }
+
+    fn push(mut self, m: Move) -> Seq {
+        if self.len < MAX_SEQUENCE {
+            self.moves[self.len] = Some(m);
+            self.len += 1;
+        }
+        self
+    }
+
+    /// Whether `m` takes a piece back to where an earlier move of the sequence took it from
+    /// without having captured anything on the way: a detour no observation can see, so such
+    /// sequences only add spurious explanations.
+    fn undoes(&self, m: Move) -> bool {
+        let (Some(from), to) = (m.from(), m.to()) else {
+            return false;
+        };
+        self.iter().any(|p| p.to() == from && p.from() == Some(to))
+    }
+
+    fn iter(&self) -> impl Iterator<Item = Move> + '_ {
+        self.moves[..self.len].iter().flatten().copied()
+    }
+}
+
+/// One scored explanation of an observation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hypothesis {
+    pub kind: HypothesisKind,
+    /// The moves in order (empty for no change).
+    pub moves: Vec<Move>,
+    /// Log-likelihood relative to "no change" plus the log prior.
+    pub score: f32,
+    /// Identifies the resulting placement (0 for no change): hypotheses that lead to the same
+    /// squares cannot be told apart by an observation and do not count as runner-ups.
+    pub fingerprint: u64,
+}
+
+/// The result of decoding one observation.
+#[derive(Debug, Clone)]
+pub struct Decoded {
+    pub best: Hypothesis,
+    /// The best hypothesis with a different resulting placement.
+    pub runner_up: Option<Hypothesis>,
+    /// Squares where the best hypothesis's position disagrees with the observation.
+    pub disagreeing: Vec<SquareEvidence>,
+    /// Squares where the tracked position itself (no change) disagrees with the observation.
+    pub disagreeing_unchanged: Vec<SquareEvidence>,
+    /// Number of hypotheses scored.
+    pub considered: usize,
+    /// Whether illegal physical moves were considered.
+    pub illegal_considered: bool,
+}
+
+impl Decoded {
+    /// Lead of the best over the runner-up (infinite if there is none).
+    pub fn margin(&self) -> f32 {
+        self.runner_up
+            .as_ref()
+            .map_or(f32::INFINITY, |r| self.best.score - r.score)
+    }
+}
+
+/// Up to six squares a move changes, with their new class.
+type Changes = ([(Square, SquareClass); 6], usize);
+
+type Entry = (f32, u64, HypothesisKind, Seq);
+
+/// Keeps the best two hypotheses with distinct fingerprints while enumerating, without
+/// allocating for the losers.
+struct Top {
+    best: Option<Entry>,
+    second: Option<Entry>,
+    count: usize,
+    /// With a clock feed: the number of moves the presses announce, and the cost per move off.
+    presses: Option<(u32, f32)>,
+}
+
+impl Top {
+    fn offer(&mut self, score: f32, fp: u64, kind: HypothesisKind, seq: Seq) {
+        self.count += 1;
+        let score = match self.presses {
+            Some((n, nats)) => score - nats * (seq.len as f32 - n as f32).abs(),
+            None => score,
+        };
+        let entry = (score, fp, kind, seq);
+        match self.best {
+            Some(b) if b.1 == fp => {
+                if score > b.0 {
+                    self.best = Some(entry);
+                }
+            }
+            Some(b) if score > b.0 => {
+                // The old best differs from the new one, so it is the runner-up now.
+                self.second = Some(b);
+                self.best = Some(entry);
+            }
+            Some(_) => {
+                if self.second.is_none_or(|s| score > s.0) {
+                    self.second = Some(entry);
+                }
+            }
+            None => self.best = Some(entry),
+        }
+    }
+}
+
+fn to_hypothesis(e: Entry) -> Hypothesis {
+    Hypothesis {
+        kind: e.2,
+        moves: e.3.iter().collect(),
+        score: e.0,
+        fingerprint: e.1,
+    }
+}
+
+#[inline]
+fn mix(x: u64) -> u64 {
+    // SplitMix64 finaliser: order-independent sums of these identify sets of (square, class).
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[inline]
+fn fp_of(sq: Square, class: SquareClass) -> u64 {
+    mix((sq.index() as u64) << 4 | class.index() as u64)
+}
+
+/// A reachable position during the search, with its squares and score relative to the base.
+#[derive(Clone)]
+struct Node {
+    pos: Position,
+    classes: [SquareClass; 64],
+    score: f32,
+    fp: u64,
+    seq: Seq,
+    /// Pieces dropped so far per colour and pocket role.
+    drops: [[u8; 5]; 2],
+    /// Transient classes this sequence shows (bits of `Evidence::transient_bit`).
+    shown: u32,
+    /// Latest change time of the sequence's moves.
+    last_t: u64,
+}
+
+/// Evidence besides the square log-likelihoods of the stable observation.
+#[derive(Debug, Clone)]
+pub struct Evidence {
+    /// This board's pocket reading (median of recent calm readings).
+    pub pocket: Option<PocketReading>,
+    /// Pieces captured on the other board not yet seen arriving, per colour and role.
+    pub in_transit: [[u8; 5]; 2],
+    /// Per square and class: 0, or 1 + the index of a class confidently seen on that square
+    /// during the hand frames since the last decision (at most 32 of them).
+    pub transient_bit: Box<[[u8; SquareClass::COUNT]; 64]>,
+    /// When each transient class was first seen (ms), by bit index.
+    pub transient_time: [u64; 32],
+    /// With a clock feed: clock presses since the last decision (each completes one move).
+    pub presses: Option<u32>,
+}
+
+impl Default for Evidence {
+    fn default() -> Self {
+        Evidence {
+            pocket: None,
+            in_transit: [[0; 5]; 2],
+            transient_bit: Box::new([[0; SquareClass::COUNT]; 64]),
+            transient_time: [0; 32],
+            presses: None,
+        }
+    }
+}
+
+impl Evidence {
+    /// Records that `class` was seen on `sq` from `ts` on while the board was moving (the
+    /// earliest time is kept). Returns false when the table is full.
+    pub fn add_transient(&mut self, sq: Square, class: SquareClass, ts: u64) -> bool {
+        let slot = self.transient_bit[sq.index()][class.index()];
+        if slot != 0 {
+            let t = &mut self.transient_time[slot as usize - 1];
+            *t = (*t).min(ts);
+            return true;
+        }
+        let used = self
+            .transient_bit
+            .iter()
+            .flatten()
+            .filter(|&&b| b != 0)
+            .count();
+        if used >= 32 {
+            return false;
+        }
+        self.transient_bit[sq.index()][class.index()] = used as u8 + 1;
+        self.transient_time[used] = ts;
+        true
+    }
+}
+
+/// A child of a node, scored but not yet materialised.
+#[derive(Clone, Copy)]
+struct Candidate {
+    parent: u32,
+    mv: Move,
+    score: f32,
+    fp: u64,
+    shown: u32,
+    last_t: u64,
+}
+
+/// Scores hypotheses for one board against the table the referee keeps.
+pub struct Decoder<'a> {
+    table: &'a Table,
+    board: BoardId,
+    variant: &'a Variant,
+    cfg: &'a TrackerConfig,
+    base: [SquareClass; 64],
+    base_ll: [f32; 64],
+}
+
+impl<'a> Decoder<'a> {
+    /// A decoder for `board` of `table` (the referee's); `ll` is the observation to decode (its
+    /// no-change log-likelihood per square is cached).
+    pub fn new(
+        table: &'a Table,
+        board: BoardId,
+        variant: &'a Variant,
+        cfg: &'a TrackerConfig,
+        ll: &LogLik,
+    ) -> Decoder<'a> {
+        let pos = table.board(board);
+        let base: [SquareClass; 64] =
+            std::array::from_fn(|i| SquareClass::on(pos, Square::new(i as u8).expect("i < 64")));
+        let base_ll = std::array::from_fn(|i| ll.ll[i][base[i].index()]);
+        Decoder {
+            table,
+            board,
+            variant,
+            cfg,
+            base,
+            base_ll,
+        }
+    }
+
+    /// Pocket evidence for a drop `m` after `node`'s drops: how far the reading is from the count
+    /// the hypothesis implies (allowing for pieces still being handed over). Also returns the
+    /// fingerprint part that makes drops of different pieces distinct.
+    #[inline]
+    fn pocket_term(&self, ev: &Evidence, node: &Node, m: Move) -> (f32, u64) {
+        let Move::Drop { role, .. } = m else {
+            return (0.0, 0);
+        };
+        let color = node.pos.turn();
+        let done = node.drops[color.index()][role.index()];
+        let fp = mix(2000 + (color.index() * 5 + role.index()) as u64 * 16 + u64::from(done));
+        let Some(reading) = ev.pocket else {
+            return (0.0, fp);
+        };
+        let held = i32::from(self.table.board(self.board).pocket(color).count(role));
+        let seen = i32::from(reading.count(color, role));
+        let transit = i32::from(ev.in_transit[color.index()][role.index()]);
+        let old = held - i32::from(done);
+        let cost = |n: i32| {
+            let off = (0..=transit)
+                .map(|t| (n - t - seen).abs())
+                .min()
+                .unwrap_or(0);
+            -self.cfg.pocket_mismatch_nats * off as f32
+        };
+        // Never positive: a pocket reading may tell drops apart, but a pocket that looks short
+        // (a hidden piece) must not create moves on an unchanged board.
+        ((cost(old - 1) - cost(old)).min(0.0), fp)
+    }
+
+    /// Bonus for the transient classes (seen during the hand frames) that `changes` shows, not
+    /// yet shown by `node`'s sequence; returns the bonus and the new explained mask.
+    #[inline]
+    ///
+    /// Also checks the order: a move whose squares were seen changing clearly before those of an
+    /// earlier move of the sequence costs `order_nats`. Returns the bonus, the new mask and the
+    /// new latest move time.
+    fn transient_term(
+        &self,
+        ev: &Evidence,
+        mask: u32,
+        last_t: u64,
+        changes: &Changes,
+    ) -> (f32, u32, u64) {
+        let mut m = mask;
+        let mut t = 0;
+        for &(sq, class) in &changes.0[..changes.1] {
+            let bit = ev.transient_bit[sq.index()][class.index()];
+            if bit != 0 {
+                m |= 1 << (bit - 1);
+                t = t.max(ev.transient_time[bit as usize - 1]);
+            }
+        }
+        let gained = (m & !mask).count_ones();
+        let mut bonus = gained as f32 * self.cfg.transient_nats;
+        if t > 0 && t + ORDER_TOLERANCE_MS < last_t {
+            bonus -= self.cfg.order_nats;
+        }
+        (bonus, m, last_t.max(t))
+    }
+
+    /// Score and fingerprint of `node` after `changes`.
+    #[inline]
+    fn extend(&self, ll: &LogLik, node: &Node, changes: &Changes) -> (f32, u64) {
+        let (mut score, mut fp) = (node.score, node.fp);
+        for &(sq, new) in &changes.0[..changes.1] {
+            let i = sq.index();
+            let old = node.classes[i];
+            if old == new {
+                continue;
+            }
+            score += ll.ll[i][new.index()] - ll.ll[i][old.index()];
+            if old != self.base[i] {
+                fp = fp.wrapping_sub(fp_of(sq, old));
+            }
+            if new != self.base[i] {
+                fp = fp.wrapping_add(fp_of(sq, new));
+            }
+        }
+        (score, fp)
+    }
+
+    /// Decodes `ll` (this board) with `other` (the partner board's latest reading, used to tell
+    /// apart which piece a steal promotion took). `other_busy`: the partner board has an undecided
+    /// change, so a drop of a piece not yet in the pocket may be a piece in transit.
+    ///
+    /// `ev`: the pocket reading (a piece dropped and captured at once leaves only the pocket to
+    /// tell what it was) and the classes seen in passing during the hand frames (they tell a
+    /// chain of fast moves from a shorter one with the same end).
+    pub fn decode(
+        &self,
+        ll: &LogLik,
+        other: Option<&LogLik>,
+        other_busy: bool,
+        ev: &Evidence,
+    ) -> Decoded {
+        let pos = self.table.board(self.board);
+        let legal = self.table.legal_moves(self.board, self.variant);
+        let mut top = Top {
+            best: None,
+            second: None,
+            count: 0,
+            presses: ev.presses.map(|n| (n, self.cfg.press_mismatch_nats)),
+        };
+        top.offer(0.0, 0, HypothesisKind::NoChange, Seq::EMPTY);
+        let root = Node {
+            pos: pos.clone(),
+            classes: self.base,
+            score: 0.0,
+            fp: 0,
+            seq: Seq::EMPTY,
+            drops: [[0; 5]; 2],
+            shown: 0,
+            last_t: 0,
+        };
+        let mut frontier = Vec::with_capacity(legal.len());
+        for &m1 in legal.iter() {
+            if let Move::Steal { from, to, steal } = m1 {
+                let Some(piece) = self.table.board(self.board.other()).piece_at(steal) else {
+                    continue;
+                };
+                let class = SquareClass::of(Some(piece));
+                let changes: Changes = (
+                    [
+                        (from, SquareClass::Empty),
+                        (to, class),
+                        (to, class),
+                        (to, class),
+                        (to, class),
+                        (to, class),
+                    ],
+                    2,
+                );
+                let (mut delta, fp) = self.extend(ll, &root, &changes);
+                if let Some(o) = other {
+                    delta += o.get(steal, SquareClass::Empty) - o.get(steal, class);
+                }
+                let fp = fp.wrapping_add(mix(1000 + steal.index() as u64));
+                top.offer(
+                    delta + self.cfg.prior_move,
+                    fp,
+                    HypothesisKind::Move,
+                    Seq::one(m1),
+                );
+                continue;
+            }
+            let mut child = pos.clone();
+            child.play(m1, self.variant);
+            let changes = diff(pos, &child);
+            let (score, fp) = self.extend(ll, &root, &changes);
+            let (pd, pfp) = self.pocket_term(ev, &root, m1);
+            let (td, shown, last_t) = self.transient_term(ev, 0, 0, &changes);
+            let (score, fp) = (score + pd + td + promotion_prior(m1), fp.wrapping_add(pfp));
+            top.offer(
+                score + self.cfg.prior_move,
+                fp,
+                HypothesisKind::Move,
+                Seq::one(m1),
+            );
+            let mut classes = self.base;
+            for &(sq, c) in &changes.0[..changes.1] {
+                classes[sq.index()] = c;
+            }
+            let mut drops = root.drops;
+            if let Move::Drop { role, .. } = m1 {
+                drops[pos.turn().index()][role.index()] += 1;
+            }
+            frontier.push(Node {
+                pos: child,
+                classes,
+                score,
+                fp,
+                seq: Seq::one(m1),
+                drops,
+                shown,
+                last_t,
+            });
+        }
+        let max_len = (self.cfg.max_moves_per_observation as usize).min(MAX_SEQUENCE);
+        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut replies = crate::engine::MoveList::new();
+        for depth in 2..=max_len {
+            candidates.clear();
+            let prior = self.cfg.prior_move + (depth - 1) as f32 * self.cfg.prior_extra_move;
+            for (pi, node) in frontier.iter().enumerate() {
+                replies.clear();
+                node.pos.legal_moves_into(self.variant, &mut replies);
+                for &m in replies.iter() {
+                    if node.seq.undoes(m) {
+                        continue;
+                    }
+                    let changes = match effects(&node.pos, m) {
+                        Some(c) => c,
+                        None => {
+                            let mut grand = node.pos.clone();
+                            grand.play(m, self.variant);
+                            diff(&node.pos, &grand)
+                        }
+                    };
+                    let (score, fp) = self.extend(ll, node, &changes);
+                    let (pd, pfp) = self.pocket_term(ev, node, m);
+                    let (td, shown, last_t) =
+                        self.transient_term(ev, node.shown, node.last_t, &changes);
+                    let score = score + pd + td + promotion_prior(m);
+                    let fp = fp.wrapping_add(pfp);
+                    top.offer(
+                        score + prior,
+                        fp,
+                        HypothesisKind::Sequence,
+                        node.seq.push(m),
+                    );
+                    candidates.push(Candidate {
+                        parent: pi as u32,
+                        mv: m,
+                        score,
+                        fp,
+                        shown,
+                        last_t,
+                    });
+                }
+            }
+            if depth == max_len || candidates.is_empty() {
+                break;
+            }
+            // Beam: the best distinct placements go one move deeper.
+            let width = self.cfg.beam_width as usize;
+            let keep = (width * 4).min(candidates.len());
+            if keep < candidates.len() {
+                candidates.select_nth_unstable_by(keep, |a, b| b.score.total_cmp(&a.score));
+                candidates.truncate(keep);
+            }
+            candidates.sort_unstable_by(|a, b| b.score.total_cmp(&a.score));
+            let mut next: Vec<Node> = Vec::with_capacity(width);
+            let mut seen: Vec<u64> = Vec::with_capacity(width);
+            for c in &candidates {
+                if next.len() >= width {
+                    break;
+                }
+                if seen.contains(&c.fp) {
+                    continue;
+                }
+                seen.push(c.fp);
+                let parent = &frontier[c.parent as usize];
+                let mut child = parent.pos.clone();
+                child.play(c.mv, self.variant);
+                let changes = diff(&parent.pos, &child);
+                let mut classes = parent.classes;
+                for &(sq, cl) in &changes.0[..changes.1] {
+                    classes[sq.index()] = cl;
+                }
+                let mut drops = parent.drops;
+                if let Move::Drop { role, .. } = c.mv {
+                    drops[parent.pos.turn().index()][role.index()] += 1;
+                }
+                next.push(Node {
+                    pos: child,
+                    classes,
+                    score: c.score,
+                    fp: c.fp,
+                    seq: parent.seq.push(c.mv),
+                    drops,
+                    shown: c.shown,
+                    last_t: c.last_t,
+                });
+            }
+            frontier = next;
+        }
+        let mut illegal_considered = false;
+        let explained = |top: &Top| {
+            let (best, _, _, seq) = top.best.expect("no change is always offered");
+            let evidence = self.disagreeing(ll, &seq, pos);
+            let margin = top.second.map_or(f32::INFINITY, |s| best - s.0);
+            evidence.is_empty() && margin >= self.cfg.commit_margin
+        };
+        if !explained(&top) {
+            illegal_considered = true;
+            self.offer_illegal(ll, pos, &legal, other_busy, &mut top);
+        }
+        let best_entry = top.best.expect("no change is always offered");
+        let disagreeing = self.disagreeing(ll, &best_entry.3, pos);
+        let disagreeing_unchanged = self.disagreeing(ll, &Seq::EMPTY, pos);
+        Decoded {
+            best: to_hypothesis(best_entry),
+            runner_up: top.second.map(to_hypothesis),
+            disagreeing,
+            disagreeing_unchanged,
+            considered: top.count,
+            illegal_considered,
+        }
+    }
+
+    fn offer_illegal(
+        &self,
+        ll: &LogLik,
+        pos: &Position,
+        legal: &[Move],
+        other_busy: bool,
+        top: &mut Top,
+    ) {
+        let mover = pos.turn();
+        let last_rank = match mover {
+            Color::White => 7,
+            Color::Black => 0,
+        };
+        let is_legal_pair = |from: Square, to: Square| {
+            legal
+                .iter()
+                .any(|m| m.from() == Some(from) && m.to() == to && !matches!(m, Move::Drop { .. }))
+        };
+        let targets = !pos.by_color(mover);
+        for from in pos.by_color(mover) {
+            let Some(role) = pos.role_at(from) else {
+                continue;
+            };
+            for to in targets {
+                if pos.role_at(to) == Some(Role::King) || is_legal_pair(from, to) {
+                    continue;
+                }
+                let promotion =
+                    (role == Role::Pawn && to.rank() == last_rank).then_some(Role::Queen);
+                let shown = promotion.unwrap_or(role);
+                let class = SquareClass::of(Some(crate::engine::Piece {
+                    color: mover,
+                    role: shown,
+                }));
+                let changes: Changes = (
+                    [
+                        (from, SquareClass::Empty),
+                        (to, class),
+                        (from, SquareClass::Empty),
+                        (from, SquareClass::Empty),
+                        (from, SquareClass::Empty),
+                        (from, SquareClass::Empty),
+                    ],
+                    2,
+                );
+                let (d, fp) = self.score_changes(ll, &changes);
+                let mv = Move::Normal {
+                    role,
+                    from,
+                    to,
+                    capture: pos.role_at(to),
+                    promotion,
+                };
+                top.offer(
+                    d + self.cfg.prior_illegal,
+                    fp,
+                    HypothesisKind::Illegal,
+                    Seq::one(mv),
+                );
+            }
+        }
+        for role in Role::POCKET {
+            let held = pos.pocket(mover).count(role) > 0;
+            let class = SquareClass::of(Some(crate::engine::Piece { color: mover, role }));
+            for to in !pos.occupied() {
+                let mv = Move::Drop { role, to };
+                if legal.contains(&mv) {
+                    continue;
+                }
+                let (kind, prior) = if held {
+                    (HypothesisKind::Illegal, self.cfg.prior_illegal)
+                } else if other_busy {
+                    (
+                        HypothesisKind::InTransitDrop,
+                        self.cfg.prior_in_transit_drop,
+                    )
+                } else {
+                    (HypothesisKind::Illegal, self.cfg.prior_illegal - 2.0)
+                };
+                let d = ll.get(to, class) - self.base_ll[to.index()];
+                top.offer(d + prior, fp_of(to, class), kind, Seq::one(mv));
+            }
+        }
+    }
+
+    /// Log-likelihood change and fingerprint of a set of square changes (squares that end on
+    /// their old class are skipped).
+    #[inline]
+    fn score_changes(&self, ll: &LogLik, changes: &Changes) -> (f32, u64) {
+        let mut d = 0.0;
+        let mut fp = 0u64;
+        for &(sq, class) in &changes.0[..changes.1] {
+            if self.base[sq.index()] == class {
+                continue;
+            }
+            d += ll.get(sq, class) - self.base_ll[sq.index()];
+            fp = fp.wrapping_add(fp_of(sq, class));
+        }
+        (d, fp)
+    }
+
+    /// Squares where the position after `moves` disagrees with the observation by more than
+    /// `disagree_nats`.
+    fn disagreeing(&self, ll: &LogLik, seq: &Seq, pos: &Position) -> Vec<SquareEvidence> {
+        let mut classes = self.base;
+        if seq.len > 0 {
+            let mut after = pos.clone();
+            for mv in seq.iter() {
+                match mv {
+                    Move::Steal { from, to, steal } => {
+                        classes[from.index()] = SquareClass::Empty;
+                        classes[to.index()] =
+                            SquareClass::of(self.table.board(self.board.other()).piece_at(steal));
+                    }
+                    m => {
+                        if after.play_physical(m, self.variant).is_err() {
+                            // A drop from an empty pocket: show the piece anyway.
+                            if let Move::Drop { role, to } = m {
+                                classes[to.index()] = SquareClass::of(Some(crate::engine::Piece {
+                                    color: after.turn(),
+                                    role,
+                                }));
+                            }
+                            continue;
+                        }
+                        for sq in Square::all() {
+                            classes[sq.index()] = SquareClass::on(&after, sq);
+                        }
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for sq in Square::all() {
+            let gap = ll.top[sq.index()] - ll.get(sq, classes[sq.index()]);
+            if gap > self.cfg.disagree_nats {
+                out.push(SquareEvidence {
+                    square: sq.to_string(),
+                    observed: ll.argmax(sq).char(),
+                    expected: classes[sq.index()].char(),
+                    nats: gap,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// A promoted piece that is captured at once leaves no trace of what it was: prefer the queen
+/// (the default promotion) by a hair.
+#[inline]
+fn promotion_prior(m: Move) -> f32 {
+    match m {
+        Move::Normal {
+            promotion: Some(r), ..
+        } if r != Role::Queen => -0.1,
+        _ => 0.0,
+    }
+}
+
+/// Reorders the moves of a sequence hypothesis (White's among themselves, Black's among
+/// themselves) so that they agree best with when their squares were seen to change
+/// (`changed_at`, ms per square, from the hand frames): one observation after a chain of fast
+/// moves shows where pieces ended, not in which order they went there. Only orders in which every
+/// move is legal and that lead to the same placement are considered; ties keep the given order.
+pub fn order_by_change_times(
+    start: &Position,
+    moves: &[Move],
+    changed_at: &[Option<u64>; 64],
+    variant: &Variant,
+) -> Vec<Move> {
+    if moves.len() < 2 || moves.len() > 8 {
+        return moves.to_vec();
+    }
+    let Some((end, _)) = replay(start, moves, variant) else {
+        return moves.to_vec();
+    };
+    let time_of = |m: &Move| -> Option<u64> {
+        // When both squares of the move had changed: the target if it still shows the mover's
+        // piece at the end, the origin if it ends empty.
+        let to = m.to();
+        let on_to = SquareClass::on(&end, to)
+            .piece()
+            .filter(|p| p.role == m.role() || m.role() == Role::Pawn)
+            .and_then(|_| changed_at[to.index()]);
+        let on_from = m
+            .from()
+            .filter(|f| SquareClass::on(&end, *f) == SquareClass::Empty)
+            .and_then(|f| changed_at[f.index()]);
+        match (on_to, on_from) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    };
+    let inversions = |order: &[Move]| -> usize {
+        let times: Vec<Option<u64>> = order.iter().map(time_of).collect();
+        let mut n = 0;
+        for i in 0..times.len() {
+            for j in i + 1..times.len() {
+                if let (Some(a), Some(b)) = (times[i], times[j])
+                    && a > b
+                {
+                    n += 1;
+                }
+            }
+        }
+        n
+    };
+    let first: Vec<Move> = moves.iter().copied().step_by(2).collect();
+    let second: Vec<Move> = moves.iter().copied().skip(1).step_by(2).collect();
+    let mut best = moves.to_vec();
+    let mut best_inv = inversions(moves);
+    if best_inv == 0 {
+        return best;
+    }
+    for p in permutations(&first) {
+        for q in permutations(&second) {
+            let order: Vec<Move> = (0..moves.len())
+                .map(|i| if i % 2 == 0 { p[i / 2] } else { q[i / 2] })
+                .collect();
+            let inv = inversions(&order);
+            if inv < best_inv
+                && let Some((e, resolved)) = replay(start, &order, variant)
+                && same_placement(&e, &end)
+            {
+                best_inv = inv;
+                best = resolved;
+            }
+        }
+    }
+    best
+}
+
+/// Plays `moves` from `start`, each re-resolved by its UCI form (a reordered capture captures
+/// something else); `None` if one is not legal there.
+fn replay(start: &Position, moves: &[Move], variant: &Variant) -> Option<(Position, Vec<Move>)> {
+    let mut pos = start.clone();
+    let mut out = Vec::with_capacity(moves.len());
+    for &m in moves {
+        if matches!(m, Move::Steal { .. }) {
+            return None;
+        }
+        let uci = m.to_uci();
+        let found = pos
+            .legal_moves(variant)
+            .iter()
+            .copied()
+            .find(|l| l.to_uci() == uci)?;
+        pos.play(found, variant);
+        out.push(found);
+    }
+    Some((pos, out))
+}
+
+fn same_placement(a: &Position, b: &Position) -> bool {
+    Color::ALL
+        .iter()
+        .all(|&c| Role::ALL.iter().all(|&r| a.pieces(c, r) == b.pieces(c, r)))
+}
+
+fn permutations(items: &[Move]) -> Vec<Vec<Move>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for i in 0..items.len() {
+        let mut rest = items.to_vec();
+        let x = rest.remove(i);
+        for mut p in permutations(&rest) {
+            p.insert(0, x);
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The squares that differ between two positions, with their class in `after`.
+fn diff(before: &Position, after: &Position) -> Changes {
+    let mut changed = crate::engine::Bitboard::EMPTY;
+    for c in Color::ALL {
+        for r in Role::ALL {
+            changed |= before.pieces(c, r) ^ after.pieces(c, r);
+        }
+    }
+    let mut out: Changes = ([(Square::A1, SquareClass::Empty); 6], 0);
+    for sq in changed {
+        if out.1 == 6 {
+            break;
+        }
+        out.0[out.1] = (sq, SquareClass::on(after, sq));
+        out.1 += 1;
+    }
+    out
+}
+
+/// The changes of a simple move (not castling, not a promotion) without playing it.
+#[inline]
+fn effects(pos: &Position, mv: Move) -> Option<Changes> {
+    let mover = pos.turn();
+    let mut out: Changes = ([(Square::A1, SquareClass::Empty); 6], 0);
+    let piece = |role| SquareClass::of(Some(crate::engine::Piece { color: mover, role }));
+    match mv {
+        Move::Normal {
+            role,
+            from,
+            to,
+            promotion: None,
+            ..
+        } => {
+            out.0[0] = (from, SquareClass::Empty);
+            out.0[1] = (to, piece(role));
+            out.1 = 2;
+        }
+        Move::Drop { role, to } => {
+            out.0[0] = (to, piece(role));
+            out.1 = 1;
+        }
+        Move::EnPassant { from, to } => {
+            out.0[0] = (from, SquareClass::Empty);
+            out.0[1] = (to, piece(Role::Pawn));
+            out.0[2] = (
+                Square::from_coords(to.file(), from.rank()).expect("on the board"),
+                SquareClass::Empty,
+            );
+            out.1 = 3;
+        }
+        _ => return None,
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_exact(table: &Table, board: BoardId, after: &Position) -> Decoded {
+        let cfg = TrackerConfig::default();
+        let v = Variant::default();
+        let obs = Observation::exact(board, 0, after, 0.0);
+        let ll = LogLik::from_observation(&obs, cfg.probability_floor);
+        Decoder::new(table, board, &v, &cfg, &ll).decode(&ll, None, false, &Evidence::default())
+    }
+
+    fn after(table: &Table, board: BoardId, ucis: &[&str]) -> Position {
+        let v = Variant::default();
+        let mut t = table.clone();
+        for u in ucis {
+            let mv = t.board(board).parse_uci(u).unwrap();
+            t.play_physical(board, mv, &v).unwrap();
+        }
+        t.board(board).clone()
+    }
+
+    #[test]
+    fn single_move_is_found_with_a_margin() {
+        let t = Table::new();
+        let d = decode_exact(&t, BoardId::A, &after(&t, BoardId::A, &["e2e4"]));
+        assert_eq!(d.best.kind, HypothesisKind::Move);
+        assert_eq!(d.best.moves[0].to_string(), "e2e4");
+        assert!(d.margin() > 3.0, "margin {}", d.margin());
+        assert!(d.disagreeing.is_empty());
+    }
+
+    #[test]
+    fn fast_reply_is_two_moves_in_order() {
+        let t = Table::new();
+        let d = decode_exact(&t, BoardId::A, &after(&t, BoardId::A, &["e2e4", "d7d5"]));
+        assert_eq!(d.best.kind, HypothesisKind::Sequence);
+        let ucis: Vec<_> = d.best.moves.iter().map(|m| m.to_string()).collect();
+        assert_eq!(ucis, ["e2e4", "d7d5"]);
+    }
+
+    #[test]
+    fn no_change_is_best_for_an_unchanged_board() {
+        let t = Table::new();
+        let d = decode_exact(&t, BoardId::B, t.board(BoardId::B));
+        assert_eq!(d.best.kind, HypothesisKind::NoChange);
+        assert!(!d.illegal_considered);
+    }
+
+    #[test]
+    fn an_illegal_move_is_considered_when_nothing_legal_fits() {
+        // White's king walks into the bishop's diagonal: the king ends in check.
+        let t = Table::from_fen(
+            "4k3/8/8/8/1b6/8/8/4K3 w - - 0 1 | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        )
+        .unwrap();
+        let d = decode_exact(&t, BoardId::A, &after(&t, BoardId::A, &["e1d2"]));
+        assert!(d.illegal_considered);
+        assert_eq!(d.best.kind, HypothesisKind::Illegal);
+        assert_eq!(d.best.moves[0].to_string(), "e1d2");
+    }
+}

@@ -1,0 +1,290 @@
+//! Evaluation of the tracker on simulated observations of recorded games.
+//!
+//! Moves are scored per board as the longest common subsequence of the committed moves and the
+//! truth (so one missed move costs one move, not the rest of the game), divided by the longer of
+//! the two sequences. A game is all right when both boards' committed sequences equal the truth.
+//! False alerts are `desync`, `illegal_move` (the recorded games are legal) and pocket alerts that
+//! match no injected incident. Latency is the wall time of the `observe` call that received the
+//! stable observation and returned the move event.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::BoardId;
+use crate::engine::bpgn::BpgnGame;
+use crate::rules::{DesyncState, Event, EventBody, RuleSet};
+
+use super::simulate::{SimConfig, simulate_game};
+use super::{Tracker, TrackerConfig};
+
+/// What to evaluate with.
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    pub sim: SimConfig,
+    pub tracker: TrackerConfig,
+    pub rules: RuleSet,
+    pub seed: u64,
+    /// Feed the simulated clock presses to the tracker.
+    pub clock: bool,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions {
+            sim: SimConfig::default(),
+            tracker: TrackerConfig::default(),
+            rules: RuleSet::fics(),
+            seed: 1,
+            clock: false,
+        }
+    }
+}
+
+/// The outcome for one game.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GameReport {
+    /// Index of the game in the input file.
+    pub game: usize,
+    pub moves_truth: usize,
+    pub moves_committed: usize,
+    pub moves_right: usize,
+    pub all_right: bool,
+    pub desyncs: usize,
+    pub false_alerts: usize,
+    pub incidents_injected: usize,
+    pub incidents_detected: usize,
+    /// Observations fed to the tracker.
+    pub observations: usize,
+}
+
+/// The outcome over all games.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalReport {
+    pub games: usize,
+    /// Games that could not be simulated (index and reason), e.g. a truncated record.
+    pub skipped: Vec<(usize, String)>,
+    pub moves_truth: usize,
+    pub moves_right: usize,
+    pub move_accuracy: f64,
+    pub games_all_right: usize,
+    pub games_all_right_fraction: f64,
+    pub desyncs: usize,
+    pub false_alerts: usize,
+    pub incidents_injected: usize,
+    pub incidents_detected: usize,
+    pub incident_recall: Option<f64>,
+    pub latency_samples: usize,
+    pub latency_ms_p50: f64,
+    pub latency_ms_p99: f64,
+    pub latency_ms_max: f64,
+    pub per_game: Vec<GameReport>,
+}
+
+/// Longest common subsequence length.
+fn lcs(a: &[String], b: &[String]) -> usize {
+    let mut prev = vec![0usize; b.len() + 1];
+    let mut cur = vec![0usize; b.len() + 1];
+    for x in a {
+        for (j, y) in b.iter().enumerate() {
+            cur[j + 1] = if x == y {
+                prev[j] + 1
+            } else {
+                cur[j].max(prev[j + 1])
+            };
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// Runs the tracker on one simulated game; returns its report and the latencies (ms).
+pub fn eval_game(
+    game: &BpgnGame,
+    index: usize,
+    opts: &EvalOptions,
+) -> Result<(GameReport, Vec<f64>), String> {
+    let variant = opts.rules.variant();
+    let seed = opts.seed.wrapping_mul(1_000_003).wrapping_add(index as u64);
+    let sim = simulate_game(game, &variant, &opts.sim, seed).map_err(|e| e.to_string())?;
+    let mut tracker = Tracker::new(
+        "sim",
+        index as u32,
+        opts.rules.clone(),
+        game.start_fen(),
+        opts.tracker.clone(),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut events: Vec<Event> = Vec::new();
+    let mut latencies = Vec::new();
+    let mut presses = sim.presses.iter().peekable();
+    for obs in &sim.observations {
+        if opts.clock {
+            while let Some(&&(ts, board)) = presses.peek() {
+                if ts > obs.ts {
+                    break;
+                }
+                presses.next();
+                let t0 = Instant::now();
+                let out = tracker.press(board, ts);
+                if out.iter().any(|e| matches!(e.body, EventBody::Move { .. })) {
+                    latencies.push(t0.elapsed().as_secs_f64() * 1000.0);
+                }
+                events.extend(out);
+            }
+        }
+        let t0 = Instant::now();
+        let out = tracker.observe(obs);
+        if out.iter().any(|e| matches!(e.body, EventBody::Move { .. })) {
+            latencies.push(t0.elapsed().as_secs_f64() * 1000.0);
+        }
+        events.extend(out);
+    }
+    let mut committed: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    for e in &events {
+        if let (EventBody::Move { uci, .. }, Some(b)) = (&e.body, e.board) {
+            committed[b.index()].push(uci.clone());
+        }
+    }
+    let mut right = 0;
+    let mut all_right = true;
+    for b in [BoardId::A, BoardId::B] {
+        right += lcs(&committed[b.index()], &sim.truth[b.index()]);
+        all_right &= committed[b.index()] == sim.truth[b.index()];
+    }
+    let grace = opts.tracker.pocket_grace_ms;
+    let detectable: Vec<_> = sim
+        .incidents
+        .iter()
+        .filter(|i| i.end.saturating_sub(i.start) >= grace + 1000)
+        .collect();
+    let mut detected = 0;
+    let mut matched_events = vec![false; events.len()];
+    for inc in &detectable {
+        let hit = events.iter().enumerate().position(|(k, e)| {
+            !matched_events[k]
+                && e.board == Some(inc.board)
+                && e.ts >= inc.start
+                && e.ts <= inc.end + grace + 1000
+                && match &e.body {
+                    EventBody::HiddenPocket { color, .. } => {
+                        inc.kind == "hidden_pocket" && *color == inc.color
+                    }
+                    EventBody::HandoverMissing { color, .. } => {
+                        inc.kind == "handover_missing" && *color == inc.color
+                    }
+                    _ => false,
+                }
+        });
+        if let Some(k) = hit {
+            matched_events[k] = true;
+            detected += 1;
+        }
+    }
+    let mut desyncs = 0;
+    let mut false_alerts = 0;
+    for (k, e) in events.iter().enumerate() {
+        match &e.body {
+            EventBody::Desync {
+                state: DesyncState::Lost,
+                ..
+            } => {
+                desyncs += 1;
+                false_alerts += 1;
+            }
+            EventBody::IllegalMove { .. } => false_alerts += 1,
+            EventBody::HiddenPocket { .. } | EventBody::HandoverMissing { .. } => {
+                // An alert for an injected incident too short to count is not false either.
+                let explained = matched_events[k]
+                    || sim.incidents.iter().any(|i| {
+                        e.board == Some(i.board) && e.ts >= i.start && e.ts <= i.end + grace + 1000
+                    });
+                if !explained {
+                    false_alerts += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    let report = GameReport {
+        game: index,
+        moves_truth: sim.truth[0].len() + sim.truth[1].len(),
+        moves_committed: committed[0].len() + committed[1].len(),
+        moves_right: right,
+        all_right,
+        desyncs,
+        false_alerts,
+        incidents_injected: detectable.len(),
+        incidents_detected: detected,
+        observations: sim.observations.len(),
+    };
+    Ok((report, latencies))
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Evaluates every game; games that cannot be simulated are listed in `skipped`.
+pub fn eval_games(games: &[BpgnGame], opts: &EvalOptions) -> EvalReport {
+    let mut per_game = Vec::new();
+    let mut skipped = Vec::new();
+    let mut latencies = Vec::new();
+    for (i, game) in games.iter().enumerate() {
+        match eval_game(game, i, opts) {
+            Ok((r, l)) => {
+                per_game.push(r);
+                latencies.extend(l);
+            }
+            Err(e) => skipped.push((i, e)),
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    let sum = |f: fn(&GameReport) -> usize| per_game.iter().map(f).sum::<usize>();
+    let moves_truth = sum(|g| g.moves_truth);
+    let moves_denominator: usize = per_game
+        .iter()
+        .map(|g| g.moves_truth.max(g.moves_committed))
+        .sum();
+    let moves_right = sum(|g| g.moves_right);
+    let games_all_right = per_game.iter().filter(|g| g.all_right).count();
+    let incidents_injected = sum(|g| g.incidents_injected);
+    let incidents_detected = sum(|g| g.incidents_detected);
+    EvalReport {
+        games: per_game.len(),
+        skipped,
+        moves_truth,
+        moves_right,
+        move_accuracy: moves_right as f64 / moves_denominator.max(1) as f64,
+        games_all_right,
+        games_all_right_fraction: games_all_right as f64 / per_game.len().max(1) as f64,
+        desyncs: sum(|g| g.desyncs),
+        false_alerts: sum(|g| g.false_alerts),
+        incidents_injected,
+        incidents_detected,
+        incident_recall: (incidents_injected > 0)
+            .then(|| incidents_detected as f64 / incidents_injected as f64),
+        latency_samples: latencies.len(),
+        latency_ms_p50: percentile(&latencies, 0.5),
+        latency_ms_p99: percentile(&latencies, 0.99),
+        latency_ms_max: latencies.last().copied().unwrap_or(0.0),
+        per_game,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lcs_counts_one_missed_move_once() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(lcs(&s(&["a", "b", "c", "d"]), &s(&["a", "c", "d"])), 3);
+        assert_eq!(lcs(&s(&["a", "b"]), &s(&["b", "a"])), 1);
+        assert_eq!(lcs(&s(&[]), &s(&["a"])), 0);
+    }
+}

@@ -1,0 +1,428 @@
+//! The tracker: from a stream of per-square observations of both boards to moves and incidents,
+//! with the rules engine as the prior.
+//!
+//! Data flow: [`Observation`] (from the vision stage, or [`simulate`]) → per-board stability →
+//! engine-constrained decoding ([`decode`]) of the next stable observation → moves sent as
+//! `rules::Action::Move` to a [`crate::rules::Referee`] the tracker owns → its events, plus the
+//! tracker's own `desync`, `hidden_pocket` and `handover_missing` events. See `docs/tracker.md`.
+//!
+//! Invariants: the referee's table is the only record of the position; the tracker never edits it
+//! except through moves. Only stable observations (no hand, no motion, argmax steady) are decoded,
+//! so a slid piece is one move. A desync keeps the last good position and never blocks the other
+//! board.
+
+pub mod decode;
+pub mod eval;
+mod pockets;
+mod rng;
+pub mod simulate;
+mod track;
+
+pub use decode::{Decoded, Decoder, Evidence, Hypothesis, HypothesisKind, LogLik};
+pub use pockets::PocketWatcher;
+pub use track::{Tracker, TrackerError};
+
+pub use crate::rules::SquareEvidence;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{BoardId, Color, Piece, Position, Role, Square};
+
+/// What a square classifier can see on one square. The discriminant is the fixed index into
+/// [`Observation`] probability vectors: `empty, P, N, B, R, Q, K, p, n, b, r, q, k`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum SquareClass {
+    Empty = 0,
+    WhitePawn,
+    WhiteKnight,
+    WhiteBishop,
+    WhiteRook,
+    WhiteQueen,
+    WhiteKing,
+    BlackPawn,
+    BlackKnight,
+    BlackBishop,
+    BlackRook,
+    BlackQueen,
+    BlackKing,
+}
+
+impl SquareClass {
+    /// Number of classes (length of a probability vector).
+    pub const COUNT: usize = 13;
+
+    /// All classes in index order.
+    pub const ALL: [SquareClass; 13] = [
+        SquareClass::Empty,
+        SquareClass::WhitePawn,
+        SquareClass::WhiteKnight,
+        SquareClass::WhiteBishop,
+        SquareClass::WhiteRook,
+        SquareClass::WhiteQueen,
+        SquareClass::WhiteKing,
+        SquareClass::BlackPawn,
+        SquareClass::BlackKnight,
+        SquareClass::BlackBishop,
+        SquareClass::BlackRook,
+        SquareClass::BlackQueen,
+        SquareClass::BlackKing,
+    ];
+
+    /// Index into a probability vector.
+    #[inline]
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The class with this index (< 13).
+    pub fn from_index(i: usize) -> Option<SquareClass> {
+        SquareClass::ALL.get(i).copied()
+    }
+
+    /// The class showing `piece` (or empty).
+    #[inline]
+    pub const fn of(piece: Option<Piece>) -> SquareClass {
+        match piece {
+            None => SquareClass::Empty,
+            Some(p) => {
+                let base = match p.color {
+                    Color::White => 1,
+                    Color::Black => 7,
+                };
+                SquareClass::ALL[base + p.role.index()]
+            }
+        }
+    }
+
+    /// The piece this class shows, if any.
+    pub const fn piece(self) -> Option<Piece> {
+        let i = self as usize;
+        if i == 0 {
+            return None;
+        }
+        let (color, r) = if i <= 6 {
+            (Color::White, i - 1)
+        } else {
+            (Color::Black, i - 7)
+        };
+        Some(Piece {
+            color,
+            role: Role::ALL[r],
+        })
+    }
+
+    /// FEN letter, `.` for empty.
+    pub fn char(self) -> char {
+        self.piece().map_or('.', |p| p.char())
+    }
+
+    /// The class on `sq` of `pos`.
+    #[inline]
+    pub fn on(pos: &Position, sq: Square) -> SquareClass {
+        SquareClass::of(pos.piece_at(sq))
+    }
+}
+
+/// Pocket contents of one board as read by the pocket reader: counts per colour (White, Black)
+/// and droppable role (`P N B R Q`, [`Role::POCKET`] order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PocketReading {
+    pub counts: [[u8; 5]; 2],
+}
+
+impl PocketReading {
+    /// The count of `role` in `color`'s pocket (0 for the king).
+    pub fn count(&self, color: Color, role: Role) -> u8 {
+        if role == Role::King {
+            0
+        } else {
+            self.counts[color.index()][role.index()]
+        }
+    }
+}
+
+/// One reading of one board at `ts` (ms). Invariant (checked by [`Observation::new`]): 64 squares
+/// (a1 = 0 … h8 = 63), each a finite non-negative vector over [`SquareClass`] in index order;
+/// `motion` in `[0, 1]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    pub board: BoardId,
+    pub ts: u64,
+    squares: Box<[[f32; SquareClass::COUNT]; 64]>,
+    /// 0 = calm, 1 = a hand over the board (or strong motion).
+    pub motion: f32,
+    pub pockets: Option<PocketReading>,
+}
+
+/// Why an observation was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ObservationError {
+    #[error("an observation needs 64 squares, got {0}")]
+    SquareCount(usize),
+    #[error("square {square}: probabilities must be finite and non-negative with a positive sum")]
+    BadProbabilities { square: Square },
+    #[error("motion must be a number in [0, 1], got {0}")]
+    BadMotion(f32),
+}
+
+impl Observation {
+    /// Validates and normalises the square vectors (each scaled to sum 1).
+    pub fn new(
+        board: BoardId,
+        ts: u64,
+        squares: &[[f32; SquareClass::COUNT]],
+        motion: f32,
+        pockets: Option<PocketReading>,
+    ) -> Result<Observation, ObservationError> {
+        if squares.len() != 64 {
+            return Err(ObservationError::SquareCount(squares.len()));
+        }
+        if !(0.0..=1.0).contains(&motion) {
+            return Err(ObservationError::BadMotion(motion));
+        }
+        let mut out = Box::new([[0f32; SquareClass::COUNT]; 64]);
+        for (i, (dst, src)) in out.iter_mut().zip(squares).enumerate() {
+            let sum: f32 = src.iter().sum();
+            if src.iter().any(|p| !p.is_finite() || *p < 0.0) || sum <= 0.0 || !sum.is_finite() {
+                let square = Square::new(i as u8).expect("i < 64");
+                return Err(ObservationError::BadProbabilities { square });
+            }
+            for (d, s) in dst.iter_mut().zip(src) {
+                *d = s / sum;
+            }
+        }
+        Ok(Observation {
+            board,
+            ts,
+            squares: out,
+            motion,
+            pockets,
+        })
+    }
+
+    /// A noiseless observation of `pos` (probability 1 on the true class), for tests and tools.
+    pub fn exact(board: BoardId, ts: u64, pos: &Position, motion: f32) -> Observation {
+        let mut squares = Box::new([[0f32; SquareClass::COUNT]; 64]);
+        for sq in Square::all() {
+            squares[sq.index()][SquareClass::on(pos, sq).index()] = 1.0;
+        }
+        Observation {
+            board,
+            ts,
+            squares,
+            motion: motion.clamp(0.0, 1.0),
+            pockets: None,
+        }
+    }
+
+    /// The probability vector of one square.
+    #[inline]
+    pub fn square(&self, sq: Square) -> &[f32; SquareClass::COUNT] {
+        &self.squares[sq.index()]
+    }
+
+    /// Replaces one square's vector (normalised; a bad vector leaves the square unchanged and
+    /// returns the error).
+    pub fn set_square(
+        &mut self,
+        sq: Square,
+        probs: [f32; SquareClass::COUNT],
+    ) -> Result<(), ObservationError> {
+        let sum: f32 = probs.iter().sum();
+        if probs.iter().any(|p| !p.is_finite() || *p < 0.0) || sum <= 0.0 || !sum.is_finite() {
+            return Err(ObservationError::BadProbabilities { square: sq });
+        }
+        self.squares[sq.index()] = probs.map(|p| p / sum);
+        Ok(())
+    }
+
+    /// The most probable class of a square and its probability.
+    pub fn argmax(&self, sq: Square) -> (SquareClass, f32) {
+        let v = &self.squares[sq.index()];
+        let mut best = 0;
+        for i in 1..SquareClass::COUNT {
+            if v[i] > v[best] {
+                best = i;
+            }
+        }
+        (SquareClass::ALL[best], v[best])
+    }
+}
+
+/// Tracker configuration (TOML section `[tracker]`; every field has a default).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrackerConfig {
+    /// Consecutive calm observations with an unchanged argmax before a board counts as stable.
+    pub stable_frames: u32,
+    /// Motion score at or above which an observation is not calm.
+    pub motion_threshold: f32,
+    /// Only squares whose top probability reaches this take part in the "argmax unchanged" test
+    /// (a flickering uncertain square must not keep the board unstable forever).
+    pub confident_probability: f32,
+    /// Floor for probabilities before taking logs (a classifier's 0 is never certain).
+    pub probability_floor: f32,
+    /// Log prior of one legal move (no change is 0).
+    pub prior_move: f32,
+    /// Log prior added for each further legal move explained by the same observation (fast
+    /// replies: a move and its reply, or longer chains when nothing stable was seen between).
+    pub prior_extra_move: f32,
+    /// Log prior of an illegal but physically possible move.
+    pub prior_illegal: f32,
+    /// Log prior of a drop of a piece the pocket does not hold (yet) while the partner board has an
+    /// undecided change (the piece may be in transit); such a decision waits for that board.
+    pub prior_in_transit_drop: f32,
+    /// Log-likelihood cost of a pocket reading that does not show the count a drop hypothesis
+    /// implies (pocket readings are noisy and late, so this is mild).
+    pub pocket_mismatch_nats: f32,
+    /// Bonus for each class a move sequence shows on a square that was seen there in passing
+    /// during the hand frames (tells a fast chain from a shorter one with the same end).
+    pub transient_nats: f32,
+    /// With a clock feed: cost per move by which a hypothesis differs from the number of clock
+    /// presses since the last decision.
+    pub press_mismatch_nats: f32,
+    /// Cost of a move order that contradicts when the squares were seen changing.
+    pub order_nats: f32,
+    /// How long (ms) an undecided but fully explained board may wait for more evidence before
+    /// the best hypothesis is committed anyway (waiting on the same view helps no further).
+    pub undecided_commit_ms: u64,
+    /// Required lead (nats, mean log-likelihood scale) of the best hypothesis over the runner-up
+    /// with a different resulting position.
+    pub commit_margin: f32,
+    /// Required lead of the best hypothesis over "no change".
+    pub commit_margin_none: f32,
+    /// A square disagrees with a hypothesis when its best class is this many nats more likely than
+    /// the hypothesised one.
+    pub disagree_nats: f32,
+    /// Disagreeing squares that make a board out of sync (a single square is a misread).
+    pub desync_min_squares: u32,
+    /// How long (ms of observations) the board must stay unexplained before `desync` is raised.
+    pub desync_grace_ms: u64,
+    /// How long (ms) a pocket discrepancy must persist in calm readings before an alert.
+    pub pocket_grace_ms: u64,
+    /// Longest move sequence one observation may be explained by (1 = single moves only; at most
+    /// `decode::MAX_SEQUENCE`). Two-move sequences are searched exhaustively, longer ones by beam.
+    pub max_moves_per_observation: u32,
+    /// Sequences kept per depth beyond two moves.
+    pub beam_width: u32,
+}
+
+impl Default for TrackerConfig {
+    fn default() -> Self {
+        TrackerConfig {
+            stable_frames: 2,
+            motion_threshold: 0.3,
+            confident_probability: 0.6,
+            probability_floor: 1e-6,
+            prior_move: -1.0,
+            prior_extra_move: -2.0,
+            prior_illegal: -8.0,
+            prior_in_transit_drop: -2.0,
+            pocket_mismatch_nats: 4.0,
+            transient_nats: 1.0,
+            order_nats: 0.3,
+            press_mismatch_nats: 3.0,
+            undecided_commit_ms: 1000,
+            commit_margin: 3.0,
+            commit_margin_none: 3.0,
+            disagree_nats: 3.0,
+            desync_min_squares: 2,
+            desync_grace_ms: 1000,
+            pocket_grace_ms: 3000,
+            max_moves_per_observation: 12,
+            beam_width: 48,
+        }
+    }
+}
+
+/// Why a tracker configuration is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum TrackerConfigError {
+    #[error("tracker config: {0}")]
+    Toml(#[from] toml::de::Error),
+    #[error("tracker config: {0}")]
+    Invalid(String),
+}
+
+impl TrackerConfig {
+    /// Reads a TOML table of overrides (missing keys keep their defaults).
+    pub fn from_toml(text: &str) -> Result<TrackerConfig, TrackerConfigError> {
+        let cfg: TrackerConfig = toml::from_str(text)?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks ranges that would make the tracker meaningless.
+    pub fn validate(&self) -> Result<(), TrackerConfigError> {
+        let bad = |m: &str| Err(TrackerConfigError::Invalid(m.to_string()));
+        if self.stable_frames == 0 {
+            return bad("stable_frames must be at least 1");
+        }
+        if self.probability_floor.is_nan()
+            || self.probability_floor <= 0.0
+            || self.probability_floor >= 0.1
+        {
+            return bad("probability_floor must be in (0, 0.1)");
+        }
+        if self.commit_margin < 0.0 || self.commit_margin_none < 0.0 {
+            return bad("margins must be non-negative");
+        }
+        if self.max_moves_per_observation == 0
+            || self.max_moves_per_observation as usize > decode::MAX_SEQUENCE
+        {
+            return bad("max_moves_per_observation must be in 1..=12");
+        }
+        if self.beam_width == 0 {
+            return bad("beam_width must be at least 1");
+        }
+        if self.desync_min_squares == 0 {
+            return bad("desync_min_squares must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_index_order_is_the_documented_one() {
+        let letters: String = SquareClass::ALL.iter().map(|c| c.char()).collect();
+        assert_eq!(letters, ".PNBRQKpnbrqk");
+        for (i, c) in SquareClass::ALL.iter().enumerate() {
+            assert_eq!(c.index(), i);
+            assert_eq!(SquareClass::of(c.piece()), *c);
+        }
+    }
+
+    #[test]
+    fn malformed_observations_are_errors() {
+        let good = [[1.0 / 13.0; SquareClass::COUNT]; 64];
+        assert!(Observation::new(BoardId::A, 0, &good, 0.0, None).is_ok());
+        assert_eq!(
+            Observation::new(BoardId::A, 0, &good[..63], 0.0, None),
+            Err(ObservationError::SquareCount(63))
+        );
+        let mut bad = good;
+        bad[10][3] = f32::NAN;
+        assert!(matches!(
+            Observation::new(BoardId::A, 0, &bad, 0.0, None),
+            Err(ObservationError::BadProbabilities { .. })
+        ));
+        let zero = [[0.0; SquareClass::COUNT]; 64];
+        assert!(Observation::new(BoardId::A, 0, &zero, 0.0, None).is_err());
+        assert!(Observation::new(BoardId::A, 0, &good, 1.5, None).is_err());
+    }
+
+    #[test]
+    fn config_toml_overrides_and_validation() {
+        let cfg = TrackerConfig::from_toml("stable_frames = 4\ncommit_margin = 5.0\n").unwrap();
+        assert_eq!(cfg.stable_frames, 4);
+        assert_eq!(cfg.commit_margin, 5.0);
+        assert_eq!(cfg.beam_width, TrackerConfig::default().beam_width);
+        assert!(TrackerConfig::from_toml("stable_frames = 0").is_err());
+        assert!(TrackerConfig::from_toml("max_moves_per_observation = 13").is_err());
+        assert!(TrackerConfig::from_toml("no_such_key = 1").is_err());
+    }
+}

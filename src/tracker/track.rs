@@ -1,0 +1,928 @@
+//! The per-table tracker: stability per board, decoding, committing moves to the referee,
+//! desync and pocket alerts.
+
+use crate::engine::{BoardId, Piece, Role, Square, Table, Variant};
+use crate::rules::{
+    Action, DesyncState, Event, EventBody, Referee, RefereeError, RuleSet, TimedAction,
+};
+
+use super::decode::{Decoder, Evidence, HypothesisKind, LogLik, order_by_change_times};
+
+/// Probability a square's top class needs before a change of it is believed (change times).
+const CHANGE_CONFIDENCE: f32 = 0.9;
+
+/// How long a mating move waits for an earlier change on the other board to be decided.
+const MATE_WAIT_MS: u64 = 2000;
+
+/// Calm pocket readings whose per-count median is compared with drop hypotheses.
+const POCKET_READINGS: usize = 5;
+
+/// The per-count median of some readings.
+fn median_reading(readings: &std::collections::VecDeque<PocketReading>) -> Option<PocketReading> {
+    if readings.is_empty() {
+        return None;
+    }
+    let mut out = PocketReading::default();
+    for c in 0..2 {
+        for r in 0..5 {
+            let mut v: Vec<u8> = readings.iter().map(|x| x.counts[c][r]).collect();
+            v.sort_unstable();
+            out.counts[c][r] = v[v.len() / 2];
+        }
+    }
+    Some(out)
+}
+use super::pockets::PocketWatcher;
+use super::{Observation, PocketReading, SquareClass, TrackerConfig};
+
+/// Why a tracker could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum TrackerError {
+    #[error(transparent)]
+    Referee(#[from] RefereeError),
+    #[error(transparent)]
+    Config(#[from] super::TrackerConfigError),
+}
+
+/// What the tracker knows about one board between observations.
+#[derive(Debug, Clone)]
+struct BoardTrack {
+    /// Argmax of the previous calm observation (None after motion), with confidence flags.
+    prev: Option<([SquareClass; 64], u64)>,
+    /// Consecutive calm observations with an unchanged confident argmax.
+    run: u32,
+    /// Summed log-probabilities over the current run.
+    sum: Box<[[f32; SquareClass::COUNT]; 64]>,
+    /// The mean log-likelihood of the current stable run (None while not stable).
+    stable: Option<LogLik>,
+    stable_ts: u64,
+    /// Something may have changed since the last decision (motion seen, or a residue left).
+    open: bool,
+    /// The latest hand frame (or clock press) since the last decision: when the change ended.
+    last_motion: Option<u64>,
+    /// Clock presses not yet matched by committed moves.
+    presses: u32,
+    /// Desync: since when the board is unexplained, and whether `desync` was raised.
+    unexplained_since: Option<u64>,
+    lost: bool,
+    /// Squares read persistently as something the position does not have, outside any move.
+    suspects: [Option<SquareClass>; 64],
+    /// A hypothesis the referee refused (not applied): do not submit it again until motion.
+    refused: Option<u64>,
+    /// Per square: the class confidently seen there lately, a candidate new class (with when it
+    /// was first seen), and when the shown class last changed. Updated on every observation,
+    /// hand frames included, to order the moves of a fast chain.
+    shown: [SquareClass; 64],
+    /// The latest calm pocket readings (the median is used).
+    pockets: std::collections::VecDeque<PocketReading>,
+    /// Confirmed square changes (square, class, since) in time order, for transients.
+    change_log: std::collections::VecDeque<(Square, SquareClass, u64)>,
+    /// Since when the board is fully explained but undecided between hypotheses.
+    undecided_since: Option<u64>,
+    candidate: [Option<(SquareClass, u64)>; 64],
+    changed_at: [Option<u64>; 64],
+    /// When the last decision was taken: change times before it belong to older moves.
+    decided_ts: u64,
+}
+
+impl BoardTrack {
+    fn new(pos: &crate::engine::Position) -> BoardTrack {
+        BoardTrack {
+            shown: std::array::from_fn(|i| {
+                SquareClass::on(pos, Square::new(i as u8).expect("i < 64"))
+            }),
+            candidate: [None; 64],
+            pockets: std::collections::VecDeque::new(),
+            change_log: std::collections::VecDeque::new(),
+            undecided_since: None,
+            changed_at: [None; 64],
+            decided_ts: 0,
+            prev: None,
+            run: 0,
+            sum: Box::new([[0.0; SquareClass::COUNT]; 64]),
+            stable: None,
+            stable_ts: 0,
+            open: false,
+            last_motion: None,
+            presses: 0,
+            unexplained_since: None,
+            lost: false,
+            suspects: [None; 64],
+            refused: None,
+        }
+    }
+}
+
+/// Tracks one table: turns observations of both boards (and optional clock presses) into moves
+/// for the referee it owns, and forwards the referee's events together with its own (`desync`,
+/// `hidden_pocket`, `handover_missing`).
+///
+/// Invariant: the referee's table is the tracked position; a board is decoded only on a stable
+/// observation and only when something may have changed (motion since the last decision, a
+/// pending clock press, or an unexplained residue).
+pub struct Tracker {
+    cfg: TrackerConfig,
+    referee: Referee,
+    variant: Variant,
+    boards: [BoardTrack; 2],
+    pockets: PocketWatcher,
+    clock_feed: bool,
+    table_id: String,
+    game: u32,
+    seq: u64,
+}
+
+impl Tracker {
+    /// A tracker for a match from the start position (or `start`, a table FEN).
+    pub fn new(
+        table_id: &str,
+        game: u32,
+        rules: RuleSet,
+        start: Option<&str>,
+        cfg: TrackerConfig,
+    ) -> Result<Tracker, TrackerError> {
+        cfg.validate()?;
+        let variant = rules.variant();
+        let referee = Referee::new(table_id, game, rules, start)?;
+        let boards = [
+            BoardTrack::new(referee.table().board(BoardId::A)),
+            BoardTrack::new(referee.table().board(BoardId::B)),
+        ];
+        Ok(Tracker {
+            pockets: PocketWatcher::new(cfg.pocket_grace_ms),
+            cfg,
+            referee,
+            variant,
+            boards,
+            clock_feed: false,
+            table_id: table_id.to_string(),
+            game,
+            seq: 0,
+        })
+    }
+
+    /// The referee (its table is the tracked position).
+    pub fn referee(&self) -> &Referee {
+        &self.referee
+    }
+
+    /// The tracked position of both boards.
+    pub fn table(&self) -> &Table {
+        self.referee.table()
+    }
+
+    /// Whether `board` is currently out of sync (a `desync` was raised and not yet recovered).
+    pub fn is_desynced(&self, board: BoardId) -> bool {
+        self.boards[board.index()].lost
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &TrackerConfig {
+        &self.cfg
+    }
+
+    /// A clock press on `board` at `ts`: from the first press on, the table has a clock feed and
+    /// moves are committed at the next stable observation after a press (004 §7).
+    pub fn press(&mut self, board: BoardId, ts: u64) -> Vec<Event> {
+        self.clock_feed = true;
+        let bt = &mut self.boards[board.index()];
+        bt.presses += 1;
+        bt.last_motion = Some(ts);
+        bt.open = true;
+        if bt.stable.is_some() {
+            bt.stable_ts = ts;
+            return self.decide(board, true);
+        }
+        Vec::new()
+    }
+
+    /// Takes one observation and returns the events it causes, in order.
+    pub fn observe(&mut self, obs: &Observation) -> Vec<Event> {
+        let b = obs.board;
+        let calm = obs.motion < self.cfg.motion_threshold;
+        let mut events = Vec::new();
+        if calm && let Some(reading) = &obs.pockets {
+            let bt = &mut self.boards[b.index()];
+            if bt.pockets.len() == POCKET_READINGS {
+                bt.pockets.pop_front();
+            }
+            bt.pockets.push_back(*reading);
+            let alerts = self
+                .pockets
+                .on_reading(b, obs.ts, reading, self.referee.table());
+            for body in alerts {
+                events.push(self.event(obs.ts, Some(b), body));
+            }
+        }
+        let floor = self.cfg.probability_floor;
+        let k = self.cfg.stable_frames;
+        let conf = self.cfg.confident_probability;
+        let bt = &mut self.boards[b.index()];
+        for sq in Square::all() {
+            let i = sq.index();
+            let (c, p) = obs.argmax(sq);
+            if p < CHANGE_CONFIDENCE {
+                continue;
+            }
+            if c == bt.shown[i] {
+                bt.candidate[i] = None;
+            } else if let Some((cand, since)) = bt.candidate[i]
+                && cand == c
+            {
+                bt.shown[i] = c;
+                bt.changed_at[i] = Some(since);
+                bt.candidate[i] = None;
+                if bt.change_log.len() == 256 {
+                    bt.change_log.pop_front();
+                }
+                bt.change_log.push_back((sq, c, since));
+            } else {
+                bt.candidate[i] = Some((c, obs.ts));
+            }
+        }
+        if !calm {
+            bt.prev = None;
+            bt.run = 0;
+            bt.stable = None;
+            bt.last_motion = Some(obs.ts);
+            bt.open = true;
+            bt.refused = None;
+            return events;
+        }
+        let mut argmax = [SquareClass::Empty; 64];
+        let mut confident = 0u64;
+        for sq in Square::all() {
+            let (c, p) = obs.argmax(sq);
+            argmax[sq.index()] = c;
+            if p >= conf {
+                confident |= 1 << sq.index();
+            }
+        }
+        let same = bt.prev.is_some_and(|(prev, prev_conf)| {
+            let both = confident & prev_conf;
+            Square::all()
+                .filter(|sq| both & (1 << sq.index()) != 0)
+                .all(|sq| prev[sq.index()] == argmax[sq.index()])
+        });
+        let ll = LogLik::from_observation(obs, floor);
+        if same {
+            bt.run += 1;
+            for sq in Square::all() {
+                for c in SquareClass::ALL {
+                    bt.sum[sq.index()][c.index()] += ll.get(sq, c);
+                }
+            }
+        } else {
+            bt.run = 1;
+            for sq in Square::all() {
+                for c in SquareClass::ALL {
+                    bt.sum[sq.index()][c.index()] = ll.get(sq, c);
+                }
+            }
+        }
+        bt.prev = Some((argmax, confident));
+        if bt.run < k {
+            bt.stable = None;
+            return events;
+        }
+        let mut mean = LogLik::from_sum(&bt.sum, bt.run);
+        for sq in Square::all() {
+            if let Some(s) = bt.suspects[sq.index()] {
+                if mean.argmax(sq) == s {
+                    mean.flatten(sq);
+                } else {
+                    bt.suspects[sq.index()] = None;
+                }
+            }
+        }
+        bt.stable = Some(mean);
+        bt.stable_ts = obs.ts;
+        let due = if self.clock_feed {
+            bt.presses > 0 || bt.lost || (bt.open && bt.unexplained_since.is_some())
+        } else {
+            bt.open || bt.lost
+        };
+        if due {
+            events.extend(self.decide(b, true));
+        } else if !self.boards[b.index()].open && self.note_suspects(b) && !self.clock_feed {
+            // (While the board is open, a change is not a misread yet: with a clock feed the
+            // press usually comes after the board is stable again.)
+            // Several squares changed without any motion seen (a move between two frames):
+            // decide now rather than call real changes misreads.
+            let bt = &mut self.boards[b.index()];
+            bt.last_motion.get_or_insert(obs.ts);
+            bt.open = true;
+            events.extend(self.decide(b, true));
+        }
+        events
+    }
+
+    /// Marks squares that disagree with the tracked position while nothing is being decided:
+    /// persistent misreads, later made uninformative so that they cannot become moves.
+    /// Returns true instead (marking nothing) when two or more squares disagree: that is a change
+    /// the tracker missed, not a misread.
+    fn note_suspects(&mut self, b: BoardId) -> bool {
+        let pos = self.referee.table().board(b).clone();
+        let bt = &mut self.boards[b.index()];
+        let Some(ll) = &bt.stable else { return false };
+        let disagree: Vec<(Square, SquareClass, SquareClass)> = Square::all()
+            .filter_map(|sq| {
+                let expected = SquareClass::on(&pos, sq);
+                let seen = ll.argmax(sq);
+                (seen != expected
+                    && ll.get(sq, seen) - ll.get(sq, expected) > self.cfg.disagree_nats)
+                    .then_some((sq, seen, expected))
+            })
+            .collect();
+        if disagree.len() >= 2 {
+            return true;
+        }
+        for (sq, seen, _) in disagree {
+            bt.suspects[sq.index()] = Some(seen);
+        }
+        false
+    }
+
+    /// Decodes board `b` from its current stable reading and acts on the result.
+    fn decide(&mut self, b: BoardId, may_wait_for_other: bool) -> Vec<Event> {
+        let mut events = Vec::new();
+        let Some(ll) = self.boards[b.index()].stable.clone() else {
+            return events;
+        };
+        // Keep the two boards in playing order: a change on the other board that ended earlier
+        // and is ready to be decided goes first (a capture before its drop, a move before the
+        // mate that ends the match).
+        let (me, them) = (&self.boards[b.index()], &self.boards[b.other().index()]);
+        if may_wait_for_other
+            && them.open
+            && them.stable.is_some()
+            && (!self.clock_feed || them.presses > 0)
+            && them.last_motion.unwrap_or(u64::MAX) < me.last_motion.unwrap_or(u64::MAX)
+        {
+            events.extend(self.decide(b.other(), false));
+        }
+        let ts = self.boards[b.index()].stable_ts;
+        let other = self.boards[b.other().index()].stable.clone();
+        let other_busy = self.boards[b.other().index()].open;
+        let decoded = {
+            let table = self.referee.table();
+            let bt = &self.boards[b.index()];
+            let mut ev = Evidence {
+                pocket: median_reading(&bt.pockets),
+                in_transit: self.pockets.in_transit(b),
+                presses: self.clock_feed.then_some(bt.presses),
+                ..Evidence::default()
+            };
+            let pos = table.board(b);
+            for &(sq, class, since) in bt.change_log.iter().rev() {
+                if since < bt.decided_ts {
+                    break;
+                }
+                if class != SquareClass::on(pos, sq) && !ev.add_transient(sq, class, since) {
+                    break;
+                }
+            }
+            Decoder::new(table, b, &self.variant, &self.cfg, &ll).decode(
+                &ll,
+                other.as_ref(),
+                other_busy,
+                &ev,
+            )
+        };
+        let margin_ok = decoded.margin() >= self.cfg.commit_margin;
+        let best = &decoded.best;
+        let beats_none = best.score >= self.cfg.commit_margin_none;
+        let bt = &self.boards[b.index()];
+
+        if best.kind == HypothesisKind::InTransitDrop && margin_ok && beats_none {
+            // The dropped piece is probably still being captured on the other board: decide that
+            // board first, then this one again.
+            if may_wait_for_other && self.boards[b.other().index()].stable.is_some() {
+                events.extend(self.decide(b.other(), false));
+                events.extend(self.decide(b, false));
+            }
+            return events;
+        }
+
+        let clean = decoded.disagreeing.len() < self.cfg.desync_min_squares as usize;
+        // A fully explained view that stays undecided gets no better by waiting: after a while
+        // the best explanation is taken (never stall).
+        let waited_out = decoded.disagreeing.is_empty()
+            && beats_none
+            && bt
+                .undecided_since
+                .is_some_and(|t| ts.saturating_sub(t) >= self.cfg.undecided_commit_ms);
+        // An illegal move is only believed when it explains the whole board.
+        let believable = best.kind != HypothesisKind::Illegal || decoded.disagreeing.is_empty();
+        let committable = best.kind != HypothesisKind::NoChange
+            && believable
+            && (margin_ok || waited_out)
+            && beats_none
+            && bt.refused != Some(best.fingerprint);
+        if committable && may_wait_for_other && self.mate_waits_for_other(b, &best.moves) {
+            // This would end the match while the other board, whose change ended first, is
+            // not decided yet: its move came first, so wait for it (a frame or two).
+            return events;
+        }
+        if committable {
+            let fp = best.fingerprint;
+            let moves = if best.kind == HypothesisKind::Sequence {
+                // Change times of this chain: confirmed changes since the last decision, else a
+                // change seen once that the stable reading agrees with.
+                let times: [Option<u64>; 64] = std::array::from_fn(|i| {
+                    let sq = Square::new(i as u8).expect("i < 64");
+                    let confirmed = bt.changed_at[i].filter(|&t| t >= bt.decided_ts);
+                    let seen_once = bt.candidate[i]
+                        .filter(|&(c, t)| t >= bt.decided_ts && ll.argmax(sq) == c)
+                        .map(|(_, t)| t);
+                    confirmed.or(seen_once)
+                });
+                order_by_change_times(
+                    self.referee.table().board(b),
+                    &best.moves,
+                    &times,
+                    &self.variant,
+                )
+            } else {
+                best.moves.clone()
+            };
+            let before = self.referee.table().to_fen();
+            for mv in moves {
+                events.extend(self.commit(b, mv, ts));
+            }
+            let bt = &mut self.boards[b.index()];
+            bt.decided_ts = ts;
+            bt.undecided_since = None;
+            if self.referee.table().to_fen() == before {
+                bt.refused = Some(fp);
+            }
+            if decoded.disagreeing.is_empty() {
+                bt.open = false;
+                bt.last_motion = None;
+            }
+            if clean {
+                self.explained(b, ts, &mut events);
+            }
+            return events;
+        }
+        if best.kind == HypothesisKind::NoChange && margin_ok && clean {
+            let bt = &mut self.boards[b.index()];
+            bt.open = false;
+            bt.last_motion = None;
+            bt.decided_ts = ts;
+            bt.undecided_since = None;
+            if self.clock_feed {
+                bt.presses = 0;
+            }
+            self.explained(b, ts, &mut events);
+            let _ = self.note_suspects(b);
+            return events;
+        }
+        if best.kind != HypothesisKind::NoChange && bt.refused == Some(best.fingerprint) && clean {
+            // Still showing a move the referee refused: nothing new to say.
+            return events;
+        }
+        // Unexplained (or undecided): wait for more evidence; after the grace period, desync.
+        let evidence = if believable {
+            &decoded.disagreeing
+        } else {
+            &decoded.disagreeing_unchanged
+        };
+        let clean = evidence.len() < self.cfg.desync_min_squares as usize;
+        let bt = &mut self.boards[b.index()];
+        if evidence.is_empty() {
+            bt.undecided_since.get_or_insert(ts);
+        } else {
+            bt.undecided_since = None;
+        }
+        let since = *bt.unexplained_since.get_or_insert(ts);
+        if !bt.lost && ts.saturating_sub(since) >= self.cfg.desync_grace_ms && !clean {
+            bt.lost = true;
+            let fen = self.referee.table().board(b).to_fen();
+            let body = EventBody::Desync {
+                state: DesyncState::Lost,
+                squares: evidence.clone(),
+                fen,
+            };
+            events.push(self.event(ts, Some(b), body));
+        }
+        events
+    }
+
+    /// Whether `moves` on `b` would mate while the other board has an undecided change that
+    /// ended earlier.
+    fn mate_waits_for_other(&self, b: BoardId, moves: &[crate::engine::Move]) -> bool {
+        let (me, them) = (&self.boards[b.index()], &self.boards[b.other().index()]);
+        // Only a recent change is waited for: a board out of sync must not hold the match.
+        let recent = them
+            .last_motion
+            .is_some_and(|t| me.stable_ts.saturating_sub(t) < MATE_WAIT_MS);
+        let earlier = them.open
+            && recent
+            && them.last_motion.unwrap_or(u64::MAX) < me.last_motion.unwrap_or(u64::MAX)
+            && (!self.clock_feed || them.presses > 0);
+        if !earlier {
+            return false;
+        }
+        let mut table = self.referee.table().clone();
+        for &m in moves {
+            if table.play(b, m, &self.variant).is_err() {
+                return false;
+            }
+        }
+        table.is_checkmate(b, &self.variant)
+    }
+
+    /// The board is explained again: clear the desync clock and report a recovery.
+    fn explained(&mut self, b: BoardId, ts: u64, events: &mut Vec<Event>) {
+        let bt = &mut self.boards[b.index()];
+        bt.unexplained_since = None;
+        if bt.lost {
+            bt.lost = false;
+            let fen = self.referee.table().board(b).to_fen();
+            let body = EventBody::Desync {
+                state: DesyncState::Recovered,
+                squares: Vec::new(),
+                fen,
+            };
+            events.push(self.event(ts, Some(b), body));
+        }
+    }
+
+    /// Sends one move to the referee and keeps the pocket watcher informed.
+    fn commit(&mut self, b: BoardId, mv: crate::engine::Move, ts: u64) -> Vec<Event> {
+        let table = self.referee.table();
+        let mover = table.board(b).turn();
+        let other_before = *table.board(b.other()).pocket(mover.other());
+        let other_before_own = *table.board(b.other()).pocket(mover);
+        let action = Action::Move {
+            board: b,
+            notation: mv.to_uci().to_string(),
+        };
+        let mut events = self.referee.apply(TimedAction {
+            ts: Some(ts),
+            action,
+        });
+        let table = self.referee.table();
+        // Whatever reached the other board's pockets is a pending hand-over.
+        for (color, before) in [(mover.other(), other_before), (mover, other_before_own)] {
+            let after = table.board(b.other()).pocket(color);
+            for role in Role::POCKET {
+                for _ in before.count(role)..after.count(role) {
+                    self.pockets.on_capture(b, Piece { color, role }, ts);
+                }
+            }
+        }
+        if let crate::engine::Move::Drop { role, .. } = mv {
+            self.pockets.on_drop(b, mover, role);
+        }
+        let bt = &mut self.boards[b.index()];
+        if self.clock_feed && bt.presses > 0 {
+            bt.presses -= 1;
+            events.extend(self.referee.apply(TimedAction {
+                ts: Some(ts),
+                action: Action::Press { board: b },
+            }));
+        }
+        events
+    }
+
+    fn event(&mut self, ts: u64, board: Option<BoardId>, body: EventBody) -> Event {
+        self.seq += 1;
+        Event {
+            id: format!("{}/{}/tracker-{}", self.table_id, self.game, self.seq),
+            table: self.table_id.clone(),
+            ts,
+            board,
+            body,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Position;
+    use crate::rules::Event;
+
+    fn tracker(rules: RuleSet, fen: Option<&str>) -> Tracker {
+        Tracker::new("t", 1, rules, fen, TrackerConfig::default()).unwrap()
+    }
+
+    /// `n` observations of `pos` on `board` every 100 ms from `*ts`.
+    fn feed(
+        t: &mut Tracker,
+        board: BoardId,
+        pos: &Position,
+        n: usize,
+        motion: f32,
+        ts: &mut u64,
+    ) -> Vec<Event> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            out.extend(t.observe(&Observation::exact(board, *ts, pos, motion)));
+            *ts += 100;
+        }
+        out
+    }
+
+    fn play(pos: &Position, ucis: &[&str]) -> Position {
+        let mut p = pos.clone();
+        for u in ucis {
+            let m = p.parse_uci(u).unwrap();
+            p.play_physical(m, &crate::engine::Variant::default())
+                .unwrap();
+        }
+        p
+    }
+
+    fn moves(events: &[Event]) -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match &e.body {
+                EventBody::Move { uci, .. } => Some(uci.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A move made under a hand, then calm frames of the new position.
+    fn make_move(t: &mut Tracker, board: BoardId, after: &Position, ts: &mut u64) -> Vec<Event> {
+        let before = t.table().board(board).clone();
+        let mut ev = feed(t, board, &before, 3, 1.0, ts);
+        ev.extend(feed(t, board, after, 4, 0.0, ts));
+        ev
+    }
+
+    #[test]
+    fn a_board_is_decoded_only_after_k_calm_unchanged_frames() {
+        let mut t = tracker(RuleSet::fics(), None);
+        let after = play(t.table().board(BoardId::A), &["e2e4"]);
+        let mut ts = 0;
+        let start = t.table().board(BoardId::A).clone();
+        assert!(feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts).is_empty());
+        // The first calm frame is not stable yet (K = 2).
+        assert!(feed(&mut t, BoardId::A, &after, 1, 0.0, &mut ts).is_empty());
+        let ev = feed(&mut t, BoardId::A, &after, 1, 0.0, &mut ts);
+        assert_eq!(moves(&ev), ["e2e4"]);
+        // Calm frames after that commit nothing more.
+        assert!(moves(&feed(&mut t, BoardId::A, &after, 10, 0.0, &mut ts)).is_empty());
+    }
+
+    #[test]
+    fn a_hand_over_the_board_resets_stability() {
+        let mut t = tracker(RuleSet::fics(), None);
+        let after = play(t.table().board(BoardId::A), &["e2e4"]);
+        let mut ts = 0;
+        let mut ev = Vec::new();
+        for i in 0..10 {
+            // Calm and moving frames alternate: never two calm ones in a row.
+            let motion = if i % 2 == 0 { 1.0 } else { 0.0 };
+            ev.extend(feed(&mut t, BoardId::A, &after, 1, motion, &mut ts));
+        }
+        assert!(moves(&ev).is_empty());
+    }
+
+    #[test]
+    fn single_move_drop_and_promotion() {
+        let fen = "4k3/4P3/8/8/8/8/8/4K3[N] w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
+        let mut t = tracker(RuleSet::fics(), Some(fen));
+        let mut ts = 0;
+        let a = t.table().board(BoardId::A).clone();
+        let dropped = play(&a, &["N@c3"]);
+        assert_eq!(
+            moves(&make_move(&mut t, BoardId::A, &dropped, &mut ts)),
+            ["N@c3"]
+        );
+        let kmove = play(&dropped, &["e8f7"]);
+        assert_eq!(
+            moves(&make_move(&mut t, BoardId::A, &kmove, &mut ts)),
+            ["e8f7"]
+        );
+        let promoted = play(&kmove, &["e7e8q"]);
+        assert_eq!(
+            moves(&make_move(&mut t, BoardId::A, &promoted, &mut ts)),
+            ["e7e8q"]
+        );
+    }
+
+    #[test]
+    fn steal_promotion_and_the_other_board_accepts_the_missing_piece() {
+        // 004 §6: White's pawn on e7 (board A) promotes by taking White's knight from board B.
+        let fen = "8/4P1k1/8/8/8/8/8/4K3 w - - 0 1 | 6k1/8/8/8/8/8/8/1N2K3 b - - 0 1";
+        let mut t = tracker(RuleSet::verein(), Some(fen));
+        let mut ts = 0;
+        let mut a = t.table().board(BoardId::A).clone();
+        a.remove_piece("e7".parse().unwrap()).unwrap();
+        let knight = crate::engine::Piece {
+            color: crate::engine::Color::White,
+            role: Role::Knight,
+        };
+        a.put_piece("e8".parse().unwrap(), knight, false).unwrap();
+        let mut b = t.table().board(BoardId::B).clone();
+        b.remove_piece("b1".parse().unwrap()).unwrap();
+        // The partner board is seen without its knight first.
+        let b_before = t.table().board(BoardId::B).clone();
+        let mut ev = feed(&mut t, BoardId::B, &b_before, 2, 1.0, &mut ts);
+        ev.extend(feed(&mut t, BoardId::B, &b, 2, 0.0, &mut ts));
+        ev.extend(make_move(&mut t, BoardId::A, &a, &mut ts));
+        ev.extend(feed(&mut t, BoardId::B, &b, 20, 0.0, &mut ts));
+        assert_eq!(moves(&ev), ["e7e8^b1"], "{ev:?}");
+        assert!(
+            !ev.iter()
+                .any(|e| matches!(e.body, EventBody::Desync { .. })),
+            "{ev:?}"
+        );
+        assert!(
+            t.table()
+                .board(BoardId::B)
+                .piece_at("b1".parse().unwrap())
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_fast_reply_is_split_into_two_moves_in_order() {
+        let mut t = tracker(RuleSet::fics(), None);
+        let mut ts = 0;
+        let after = play(t.table().board(BoardId::B), &["d2d4", "g8f6"]);
+        assert_eq!(
+            moves(&make_move(&mut t, BoardId::B, &after, &mut ts)),
+            ["d2d4", "g8f6"]
+        );
+    }
+
+    #[test]
+    fn a_slid_piece_is_one_move() {
+        let fen = "4k3/8/8/8/8/8/8/R3K3 w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
+        let mut t = tracker(RuleSet::fics(), Some(fen));
+        let mut ts = 0;
+        let start = t.table().board(BoardId::A).clone();
+        let mut ev = Vec::new();
+        // Under the hand the rook passes a2, a3, a4 (each seen for a frame), then stands on a5.
+        for sq in ["a2", "a3", "a4"] {
+            let mut p = start.clone();
+            let rook = p.remove_piece("a1".parse().unwrap()).unwrap().0;
+            p.put_piece(sq.parse().unwrap(), rook, false).unwrap();
+            ev.extend(feed(&mut t, BoardId::A, &p, 1, 0.9, &mut ts));
+        }
+        let end = play(&start, &["a1a5"]);
+        ev.extend(feed(&mut t, BoardId::A, &end, 4, 0.0, &mut ts));
+        assert_eq!(moves(&ev), ["a1a5"]);
+    }
+
+    #[test]
+    fn a_misread_square_does_not_become_a_move() {
+        let mut t = tracker(RuleSet::fics(), None);
+        let mut ts = 0;
+        let after = play(t.table().board(BoardId::A), &["e2e4"]);
+        let misread = |pos: &Position, ts: u64, motion: f32| {
+            // The knight on b1 reads as a pawn (0.7) for the whole time.
+            let mut o = Observation::exact(BoardId::A, ts, pos, motion);
+            let mut v = [0.0; SquareClass::COUNT];
+            v[SquareClass::WhitePawn.index()] = 0.7;
+            v[SquareClass::WhiteKnight.index()] = 0.3;
+            o.set_square("b1".parse().unwrap(), v).unwrap();
+            o
+        };
+        let start = t.table().board(BoardId::A).clone();
+        let mut ev = Vec::new();
+        for _ in 0..10 {
+            ev.extend(t.observe(&misread(&start, ts, 0.0)));
+            ts += 100;
+        }
+        for _ in 0..3 {
+            ev.extend(t.observe(&misread(&start, ts, 1.0)));
+            ts += 100;
+        }
+        for _ in 0..10 {
+            ev.extend(t.observe(&misread(&after, ts, 0.0)));
+            ts += 100;
+        }
+        assert_eq!(moves(&ev), ["e2e4"]);
+        assert!(
+            !ev.iter()
+                .any(|e| matches!(e.body, EventBody::Desync { .. })),
+            "{ev:?}"
+        );
+    }
+
+    #[test]
+    fn an_illegal_move_goes_through_the_referee() {
+        // The white king steps next to the black king's bishop diagonal: it stays in check.
+        let fen = "4k3/8/8/8/1b6/8/8/4K3 w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
+        let mut t = tracker(RuleSet::tandem_2024(), Some(fen));
+        let mut ts = 0;
+        let after = play(t.table().board(BoardId::A), &["e1d2"]);
+        let ev = make_move(&mut t, BoardId::A, &after, &mut ts);
+        assert!(
+            ev.iter().any(
+                |e| matches!(&e.body, EventBody::IllegalMove { uci, reason, .. }
+                if uci == "e1d2" && reason == "leaves_king_in_check")
+            ),
+            "{ev:?}"
+        );
+        assert!(ev.iter().any(
+            |e| matches!(&e.body, EventBody::Move { uci, legal: false, .. } if uci == "e1d2")
+        ));
+    }
+
+    #[test]
+    fn desync_is_raised_with_evidence_recovered_and_never_blocks_the_other_board() {
+        let mut t = tracker(RuleSet::fics(), None);
+        let mut ts = 0;
+        let start = t.table().board(BoardId::A).clone();
+        let mut broken = start.clone();
+        broken.remove_piece("a1".parse().unwrap()).unwrap();
+        broken.remove_piece("h8".parse().unwrap()).unwrap();
+        let mut ev = feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts);
+        ev.extend(feed(&mut t, BoardId::A, &broken, 20, 0.0, &mut ts));
+        let lost: Vec<_> = ev
+            .iter()
+            .filter_map(|e| match &e.body {
+                EventBody::Desync {
+                    state: DesyncState::Lost,
+                    squares,
+                    ..
+                } => Some(squares.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(lost.len(), 1, "{ev:?}");
+        let squares: Vec<_> = lost[0].iter().map(|s| s.square.as_str()).collect();
+        assert_eq!(squares, ["a1", "h8"]);
+        assert_eq!(lost[0][0].expected, 'R');
+        assert_eq!(lost[0][0].observed, '.');
+        assert!(t.is_desynced(BoardId::A));
+        // Board B goes on meanwhile.
+        let b_after = play(t.table().board(BoardId::B), &["e2e4"]);
+        assert_eq!(
+            moves(&make_move(&mut t, BoardId::B, &b_after, &mut ts)),
+            ["e2e4"]
+        );
+        // The rooks are put back: recovered, and A's next move is tracked.
+        let mut ev = feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts);
+        ev.extend(feed(&mut t, BoardId::A, &start, 5, 0.0, &mut ts));
+        assert!(ev.iter().any(|e| matches!(
+            e.body,
+            EventBody::Desync {
+                state: DesyncState::Recovered,
+                ..
+            }
+        )));
+        assert!(!t.is_desynced(BoardId::A));
+        let a_after = play(&start, &["g1f3"]);
+        assert_eq!(
+            moves(&make_move(&mut t, BoardId::A, &a_after, &mut ts)),
+            ["g1f3"]
+        );
+    }
+
+    #[test]
+    fn with_a_clock_feed_moves_are_committed_at_presses() {
+        let mut t = tracker(RuleSet::fics(), None);
+        let mut ts = 0;
+        assert!(t.press(BoardId::B, 0).is_empty());
+        // That press was for nothing on the board yet; a calm board commits nothing.
+        let start = t.table().board(BoardId::A).clone();
+        let after = play(&start, &["e2e4"]);
+        let ev = make_move(&mut t, BoardId::A, &after, &mut ts);
+        assert!(moves(&ev).is_empty(), "no press on A yet: {ev:?}");
+        let ev = t.press(BoardId::A, ts);
+        assert_eq!(moves(&ev), ["e2e4"]);
+    }
+
+    #[test]
+    fn a_hidden_pocket_piece_is_reported_after_the_grace_period() {
+        let fen = "4k3/8/8/8/8/8/8/4K3[Q] w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
+        let mut t = tracker(RuleSet::fics(), Some(fen));
+        let pos = t.table().board(BoardId::A).clone();
+        let mut alerts = Vec::new();
+        for i in 0..40u64 {
+            let mut o = Observation::exact(BoardId::A, i * 100, &pos, 0.0);
+            o.pockets = Some(PocketReading::default());
+            for e in t.observe(&o) {
+                if matches!(e.body, EventBody::HiddenPocket { .. }) {
+                    alerts.push(e.ts);
+                }
+            }
+        }
+        assert_eq!(alerts, [3000]);
+    }
+
+    #[test]
+    fn decoding_never_proposes_a_move_the_engine_does_not_know() {
+        // Every committed move is one the referee reads back as legal on a normal game.
+        let mut t = tracker(RuleSet::fics(), None);
+        let mut ts = 0;
+        for uci in ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6"] {
+            let after = play(t.table().board(BoardId::A), &[uci]);
+            let ev = make_move(&mut t, BoardId::A, &after, &mut ts);
+            assert_eq!(moves(&ev), [uci]);
+            assert!(
+                ev.iter()
+                    .all(|e| !matches!(e.body, EventBody::IllegalMove { .. }))
+            );
+        }
+    }
+}
