@@ -302,9 +302,13 @@ impl LiveGame {
                 self.game.tags = self.info.tags(result.as_str());
                 Ok(true)
             }
+            // Alerts and bookkeeping do not change the game record.
             EventBody::Clock { .. }
             | EventBody::ClaimRejected { .. }
-            | EventBody::Status { .. } => Ok(false),
+            | EventBody::Status { .. }
+            | EventBody::Desync { .. }
+            | EventBody::HiddenPocket { .. }
+            | EventBody::HandoverMissing { .. } => Ok(false),
         }
     }
 
