@@ -7,7 +7,7 @@ use super::camera::Camera;
 use super::math::Vec3;
 use super::raster::{NO_OBJECT, ShadowMap, VisBuffer};
 use super::rng::SimRng;
-use super::scene::{Material, ObjectKind, Scene};
+use super::scene::{Material, ObjectKind, Scene, SceneObject};
 use super::texture::linear_to_srgb;
 
 /// Render quality knobs (not part of the look).
@@ -57,6 +57,7 @@ impl PostEffects {
 }
 
 /// An object's vertices in world space (positions and normals), transformed once per frame.
+#[derive(Clone)]
 pub struct WorldMesh {
     pub positions: Vec<Vec3>,
     pub normals: Vec<Vec3>,
@@ -66,37 +67,36 @@ pub struct WorldMesh {
 
 /// Transforms every object of the scene into world space.
 pub fn world_meshes(scene: &Scene) -> Vec<WorldMesh> {
-    scene
-        .objects
+    scene.objects.iter().map(world_mesh).collect()
+}
+
+/// One object in world space (an animation layer transforms only what moved).
+pub fn world_mesh(o: &SceneObject) -> WorldMesh {
+    let positions: Vec<Vec3> = o
+        .mesh
+        .positions
         .iter()
-        .map(|o| {
-            let positions: Vec<Vec3> = o
-                .mesh
-                .positions
-                .iter()
-                .map(|&p| o.transform.point(p))
-                .collect();
-            let normals = o
-                .mesh
-                .normals
-                .iter()
-                .map(|&n| o.transform.normal(n))
-                .collect();
-            let (lo, hi) = positions.iter().fold(
-                (
-                    Vec3::new(f32::MAX, f32::MAX, f32::MAX),
-                    Vec3::new(f32::MIN, f32::MIN, f32::MIN),
-                ),
-                |(lo, hi), &p| (lo.min(p), hi.max(p)),
-            );
-            WorldMesh {
-                positions,
-                normals,
-                lo,
-                hi,
-            }
-        })
-        .collect()
+        .map(|&p| o.transform.point(p))
+        .collect();
+    let normals = o
+        .mesh
+        .normals
+        .iter()
+        .map(|&n| o.transform.normal(n))
+        .collect();
+    let (lo, hi) = positions.iter().fold(
+        (
+            Vec3::new(f32::MAX, f32::MAX, f32::MAX),
+            Vec3::new(f32::MIN, f32::MIN, f32::MIN),
+        ),
+        |(lo, hi), &p| (lo.min(p), hi.max(p)),
+    );
+    WorldMesh {
+        positions,
+        normals,
+        lo,
+        hi,
+    }
 }
 
 /// Where the undistorted canvas sits relative to the output image.
@@ -164,11 +164,25 @@ pub fn render_image(
     rng: &mut SimRng,
 ) -> RgbImage {
     let world = world_meshes(scene);
-    let shadow = build_shadow_map(scene, &world, opts.shadow_map);
+    render_image_world(scene, &world, cam, opts, post, rng)
+}
+
+/// [`render_image`] with the scene's world meshes already computed (`world[i]` is object `i`),
+/// so a caller rendering many frames transforms static objects once and reuses them for the
+/// truth.
+pub fn render_image_world(
+    scene: &Scene,
+    world: &[WorldMesh],
+    cam: &Camera,
+    opts: &RenderOptions,
+    post: &PostEffects,
+    rng: &mut SimRng,
+) -> RgbImage {
+    let shadow = build_shadow_map(scene, world, opts.shadow_map);
     let canvas = Canvas::plan(cam, opts.supersample);
     let screen = canvas.screen(cam);
     let mut vis = VisBuffer::new(canvas.width, canvas.height);
-    for (oi, (obj, wm)) in scene.objects.iter().zip(&world).enumerate() {
+    for (oi, (obj, wm)) in scene.objects.iter().zip(world).enumerate() {
         let cam_pos: Vec<Vec3> = wm.positions.iter().map(|&p| cam.to_camera(p)).collect();
         let cull = !matches!(obj.kind, ObjectKind::Floor);
         for (ti, t) in obj.mesh.triangles.iter().enumerate() {
@@ -176,8 +190,8 @@ pub fn render_image(
             vis.draw(tri, screen, oi as u32, ti as u32, cull);
         }
     }
-    let contact = ContactMap::build(scene, &world);
-    let radiance = shade(scene, &world, &vis, &shadow, &contact, cam, canvas.scale);
+    let contact = ContactMap::build(scene, world);
+    let radiance = shade(scene, world, &vis, &shadow, &contact, cam, canvas.scale);
     let mut out = warp(&radiance, &canvas, cam);
     finish(&mut out, cam.width as usize, cam.height as usize, post, rng)
 }
