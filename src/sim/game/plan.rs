@@ -1324,3 +1324,33 @@ fn choose_incident(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn incident_requests_parse_with_and_without_move() {
+        let r: IncidentRequest = "slide@12".parse().unwrap();
+        assert_eq!((r.kind, r.at_move), (IncidentKind::Slide, 12));
+        let r: IncidentRequest = "drop-mate".parse().unwrap();
+        assert_eq!((r.kind, r.at_move), (IncidentKind::DropMate, 0));
+        assert!("teleport".parse::<IncidentRequest>().is_err());
+        assert!("slide@x".parse::<IncidentRequest>().is_err());
+        for k in IncidentKind::ALL {
+            assert_eq!(k.name().parse::<IncidentRequest>().unwrap().kind, k);
+        }
+    }
+
+    #[test]
+    fn presses_without_clock_comments_fall_back_to_fixed_thinking_time() {
+        let text = b"[Event \"x\"]\n1A. e4 1a. e5 1B. d4\n*\n";
+        let game = crate::engine::bpgn::parse_bpgn(text).unwrap().remove(0);
+        let moves = time_moves(&game, &Variant::fics()).unwrap();
+        assert_eq!(moves.len(), 3);
+        assert!((moves[0].press - DEFAULT_THINK).abs() < 1e-9);
+        assert!((moves[1].press - 2.0 * DEFAULT_THINK).abs() < 1e-9);
+        // Board B runs on its own clock from t = 0.
+        assert!((moves[2].press - DEFAULT_THINK).abs() < 1e-9);
+    }
+}
