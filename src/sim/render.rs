@@ -164,7 +164,25 @@ pub fn render_image(
     rng: &mut SimRng,
 ) -> RgbImage {
     let world = world_meshes(scene);
-    render_image_world(scene, &world, cam, opts, post, rng)
+    render_image_world(scene, &world, cam, opts, post, rng, None)
+}
+
+/// The shadow map of a scene's first objects (those that never move), to be reused for every
+/// frame of an animation; see [`render_image_world`].
+#[derive(Clone, Debug)]
+pub struct StaticShadow {
+    map: ShadowMap,
+    objects: usize,
+}
+
+impl StaticShadow {
+    /// Rasterises the shadow casters among `scene.objects[..objects]` once.
+    pub fn build(scene: &Scene, world: &[WorldMesh], objects: usize, size: usize) -> StaticShadow {
+        let objects = objects.min(scene.objects.len());
+        let mut map = empty_shadow_map(scene, size);
+        draw_shadows(&mut map, &scene.objects[..objects], &world[..objects]);
+        StaticShadow { map, objects }
+    }
 }
 
 /// [`render_image`] with the scene's world meshes already computed (`world[i]` is object `i`),
@@ -177,8 +195,17 @@ pub fn render_image_world(
     opts: &RenderOptions,
     post: &PostEffects,
     rng: &mut SimRng,
+    cached: Option<&StaticShadow>,
 ) -> RgbImage {
-    let shadow = build_shadow_map(scene, world, opts.shadow_map);
+    let shadow = match cached {
+        // Static casters are already in the map; only the rest is drawn per frame.
+        Some(c) if c.map.size == opts.shadow_map.max(16) => {
+            let mut map = c.map.clone();
+            draw_shadows(&mut map, &scene.objects[c.objects..], &world[c.objects..]);
+            map
+        }
+        _ => build_shadow_map(scene, world, opts.shadow_map),
+    };
     let canvas = Canvas::plan(cam, opts.supersample);
     let screen = canvas.screen(cam);
     let mut vis = VisBuffer::new(canvas.width, canvas.height);
@@ -196,13 +223,16 @@ pub fn render_image_world(
     finish(&mut out, cam.width as usize, cam.height as usize, post, rng)
 }
 
-fn build_shadow_map(scene: &Scene, world: &[WorldMesh], size: usize) -> ShadowMap {
+fn empty_shadow_map(scene: &Scene, size: usize) -> ShadowMap {
     let [tw, td] = scene.layout.table_size;
     // The table and the floor around it: the table's own shadow grounds it in the room.
     let lo = Vec3::new(-tw * 0.5 - 0.4, -td * 0.5 - 0.4, -0.75);
     let hi = Vec3::new(tw * 0.5 + 0.4, td * 0.5 + 0.4, 0.25);
-    let mut sm = ShadowMap::new(scene.light.direction, lo, hi, size.max(16));
-    for (obj, wm) in scene.objects.iter().zip(world) {
+    ShadowMap::new(scene.light.direction, lo, hi, size.max(16))
+}
+
+fn draw_shadows(sm: &mut ShadowMap, objects: &[SceneObject], world: &[WorldMesh]) {
+    for (obj, wm) in objects.iter().zip(world) {
         if !obj.casts_shadow {
             continue;
         }
@@ -210,6 +240,11 @@ fn build_shadow_map(scene: &Scene, world: &[WorldMesh], size: usize) -> ShadowMa
             sm.draw(t.map(|i| wm.positions[i as usize]));
         }
     }
+}
+
+fn build_shadow_map(scene: &Scene, world: &[WorldMesh], size: usize) -> ShadowMap {
+    let mut sm = empty_shadow_map(scene, size);
+    draw_shadows(&mut sm, &scene.objects, world);
     sm
 }
 

@@ -111,6 +111,8 @@ pub struct GameRenderer<'a> {
     static_scene: Scene,
     /// World meshes of `static_scene`'s objects, transformed once.
     static_world: Vec<render::WorldMesh>,
+    /// Shadow map of the static objects, drawn once.
+    static_shadow: render::StaticShadow,
     camera: Camera,
     settings: SimSettings,
     post: PostEffects,
@@ -254,10 +256,17 @@ impl<'a> GameRenderer<'a> {
         }
         let post = post_effects(&settings.variation, settings.seed, settings.jpeg_artifacts);
         let static_world = render::world_meshes(&scene);
+        let static_shadow = render::StaticShadow::build(
+            &scene,
+            &static_world,
+            scene.objects.len(),
+            settings.shadow_map.clamp(64, 8192),
+        );
         Ok(GameRenderer {
             plan,
             static_scene: scene,
             static_world,
+            static_shadow,
             camera,
             settings: settings.clone(),
             post,
@@ -361,8 +370,15 @@ impl<'a> GameRenderer<'a> {
                 .iter()
                 .map(render::world_mesh),
         );
-        let image =
-            render::render_image_world(&scene, &world, &self.camera, &opts, &self.post, &mut rng);
+        let image = render::render_image_world(
+            &scene,
+            &world,
+            &self.camera,
+            &opts,
+            &self.post,
+            &mut rng,
+            Some(&self.static_shadow),
+        );
         let truth = Truth::compute(&scene, &self.camera, &world, self.settings.seed);
         let ts_ms = (t * 1000.0).round() as u64;
         (image, self.frame_truth(index, ts_ms, &scene, &truth, hands))
@@ -559,4 +575,47 @@ pub fn render_game(
         bytes,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::scene::TableLayout;
+
+    #[test]
+    fn cached_static_parts_render_the_same_pixels_as_a_full_render() {
+        let bytes = std::fs::read("fixtures/games/fics-1921708.bpgn").expect("fixture BPGN");
+        let game = crate::engine::bpgn::parse_bpgn(&bytes)
+            .expect("parses")
+            .remove(0);
+        let plan = plan_game(
+            &game,
+            &TableLayout::default(),
+            [0.05, 0.06, 0.065, 0.07, 0.085, 0.095],
+            &[],
+            2,
+            Some(3.0),
+        )
+        .expect("plan");
+        let settings = SimSettings {
+            width: 96,
+            height: 54,
+            shadow_map: 256,
+            seed: 2,
+            ..SimSettings::default()
+        };
+        let pieces = PieceSet::builtin();
+        let r = GameRenderer::new(&plan, &pieces, &settings).expect("renderer");
+        let (scene, hands) = r.scene_at(1.6);
+        assert!(hands.iter().any(|&h| h), "a hand is in this scene");
+        let (cached, truth) = r.frame(16, 10.0);
+        let opts = RenderOptions {
+            supersample: 1,
+            shadow_map: 256,
+        };
+        let mut rng = SimRng::new(2).fork(4).fork(16);
+        let full = render::render_image(&scene, r.camera(), &opts, &r.post, &mut rng);
+        assert_eq!(cached.as_raw(), full.as_raw());
+        assert_eq!(truth.hands, hands);
+    }
 }
