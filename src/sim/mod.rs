@@ -7,7 +7,9 @@
 //! Everything is a pure function of the inputs and the seed.
 
 pub mod camera;
+pub mod dataset;
 pub mod fen;
+pub mod game;
 pub mod math;
 pub mod mesh;
 mod raster;

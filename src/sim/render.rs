@@ -7,7 +7,7 @@ use super::camera::Camera;
 use super::math::Vec3;
 use super::raster::{NO_OBJECT, ShadowMap, VisBuffer};
 use super::rng::SimRng;
-use super::scene::{Material, ObjectKind, Scene};
+use super::scene::{Material, ObjectKind, Scene, SceneObject};
 use super::texture::linear_to_srgb;
 
 /// Render quality knobs (not part of the look).
@@ -57,6 +57,7 @@ impl PostEffects {
 }
 
 /// An object's vertices in world space (positions and normals), transformed once per frame.
+#[derive(Clone)]
 pub struct WorldMesh {
     pub positions: Vec<Vec3>,
     pub normals: Vec<Vec3>,
@@ -66,37 +67,36 @@ pub struct WorldMesh {
 
 /// Transforms every object of the scene into world space.
 pub fn world_meshes(scene: &Scene) -> Vec<WorldMesh> {
-    scene
-        .objects
+    scene.objects.iter().map(world_mesh).collect()
+}
+
+/// One object in world space (an animation layer transforms only what moved).
+pub fn world_mesh(o: &SceneObject) -> WorldMesh {
+    let positions: Vec<Vec3> = o
+        .mesh
+        .positions
         .iter()
-        .map(|o| {
-            let positions: Vec<Vec3> = o
-                .mesh
-                .positions
-                .iter()
-                .map(|&p| o.transform.point(p))
-                .collect();
-            let normals = o
-                .mesh
-                .normals
-                .iter()
-                .map(|&n| o.transform.normal(n))
-                .collect();
-            let (lo, hi) = positions.iter().fold(
-                (
-                    Vec3::new(f32::MAX, f32::MAX, f32::MAX),
-                    Vec3::new(f32::MIN, f32::MIN, f32::MIN),
-                ),
-                |(lo, hi), &p| (lo.min(p), hi.max(p)),
-            );
-            WorldMesh {
-                positions,
-                normals,
-                lo,
-                hi,
-            }
-        })
-        .collect()
+        .map(|&p| o.transform.point(p))
+        .collect();
+    let normals = o
+        .mesh
+        .normals
+        .iter()
+        .map(|&n| o.transform.normal(n))
+        .collect();
+    let (lo, hi) = positions.iter().fold(
+        (
+            Vec3::new(f32::MAX, f32::MAX, f32::MAX),
+            Vec3::new(f32::MIN, f32::MIN, f32::MIN),
+        ),
+        |(lo, hi), &p| (lo.min(p), hi.max(p)),
+    );
+    WorldMesh {
+        positions,
+        normals,
+        lo,
+        hi,
+    }
 }
 
 /// Where the undistorted canvas sits relative to the output image.
@@ -164,11 +164,52 @@ pub fn render_image(
     rng: &mut SimRng,
 ) -> RgbImage {
     let world = world_meshes(scene);
-    let shadow = build_shadow_map(scene, &world, opts.shadow_map);
+    render_image_world(scene, &world, cam, opts, post, rng, None)
+}
+
+/// The shadow map of a scene's first objects (those that never move), to be reused for every
+/// frame of an animation; see [`render_image_world`].
+#[derive(Clone, Debug)]
+pub struct StaticShadow {
+    map: ShadowMap,
+    objects: usize,
+}
+
+impl StaticShadow {
+    /// Rasterises the shadow casters among `scene.objects[..objects]` once.
+    pub fn build(scene: &Scene, world: &[WorldMesh], objects: usize, size: usize) -> StaticShadow {
+        let objects = objects.min(scene.objects.len());
+        let mut map = empty_shadow_map(scene, size);
+        draw_shadows(&mut map, &scene.objects[..objects], &world[..objects]);
+        StaticShadow { map, objects }
+    }
+}
+
+/// [`render_image`] with the scene's world meshes already computed (`world[i]` is object `i`),
+/// so a caller rendering many frames transforms static objects once and reuses them for the
+/// truth.
+pub fn render_image_world(
+    scene: &Scene,
+    world: &[WorldMesh],
+    cam: &Camera,
+    opts: &RenderOptions,
+    post: &PostEffects,
+    rng: &mut SimRng,
+    cached: Option<&StaticShadow>,
+) -> RgbImage {
+    let shadow = match cached {
+        // Static casters are already in the map; only the rest is drawn per frame.
+        Some(c) if c.map.size == opts.shadow_map.max(16) => {
+            let mut map = c.map.clone();
+            draw_shadows(&mut map, &scene.objects[c.objects..], &world[c.objects..]);
+            map
+        }
+        _ => build_shadow_map(scene, world, opts.shadow_map),
+    };
     let canvas = Canvas::plan(cam, opts.supersample);
     let screen = canvas.screen(cam);
     let mut vis = VisBuffer::new(canvas.width, canvas.height);
-    for (oi, (obj, wm)) in scene.objects.iter().zip(&world).enumerate() {
+    for (oi, (obj, wm)) in scene.objects.iter().zip(world).enumerate() {
         let cam_pos: Vec<Vec3> = wm.positions.iter().map(|&p| cam.to_camera(p)).collect();
         let cull = !matches!(obj.kind, ObjectKind::Floor);
         for (ti, t) in obj.mesh.triangles.iter().enumerate() {
@@ -176,19 +217,22 @@ pub fn render_image(
             vis.draw(tri, screen, oi as u32, ti as u32, cull);
         }
     }
-    let contact = ContactMap::build(scene, &world);
-    let radiance = shade(scene, &world, &vis, &shadow, &contact, cam, canvas.scale);
+    let contact = ContactMap::build(scene, world);
+    let radiance = shade(scene, world, &vis, &shadow, &contact, cam, canvas.scale);
     let mut out = warp(&radiance, &canvas, cam);
     finish(&mut out, cam.width as usize, cam.height as usize, post, rng)
 }
 
-fn build_shadow_map(scene: &Scene, world: &[WorldMesh], size: usize) -> ShadowMap {
+fn empty_shadow_map(scene: &Scene, size: usize) -> ShadowMap {
     let [tw, td] = scene.layout.table_size;
     // The table and the floor around it: the table's own shadow grounds it in the room.
     let lo = Vec3::new(-tw * 0.5 - 0.4, -td * 0.5 - 0.4, -0.75);
     let hi = Vec3::new(tw * 0.5 + 0.4, td * 0.5 + 0.4, 0.25);
-    let mut sm = ShadowMap::new(scene.light.direction, lo, hi, size.max(16));
-    for (obj, wm) in scene.objects.iter().zip(world) {
+    ShadowMap::new(scene.light.direction, lo, hi, size.max(16))
+}
+
+fn draw_shadows(sm: &mut ShadowMap, objects: &[SceneObject], world: &[WorldMesh]) {
+    for (obj, wm) in objects.iter().zip(world) {
         if !obj.casts_shadow {
             continue;
         }
@@ -196,6 +240,11 @@ fn build_shadow_map(scene: &Scene, world: &[WorldMesh], size: usize) -> ShadowMa
             sm.draw(t.map(|i| wm.positions[i as usize]));
         }
     }
+}
+
+fn build_shadow_map(scene: &Scene, world: &[WorldMesh], size: usize) -> ShadowMap {
+    let mut sm = empty_shadow_map(scene, size);
+    draw_shadows(&mut sm, &scene.objects, world);
     sm
 }
 
