@@ -212,7 +212,8 @@ fn write_config(dir: &Path, port: u16, source: &str) -> PathBuf {
              {source}\n\
              [mqtt]\nhost = \"127.0.0.1\"\nport = {port}\nclient_id = \"tandem-e2e\"\nreconnect_max_ms = 300\n\
              [mqtt.outbox]\ndir = \"outbox\"\n\
-             [evidence]\ndir = \"evidence\"\n"
+             [evidence]\ndir = \"evidence\"\n\
+             [broadcast]\nlisten = \"127.0.0.1:0\"\n"
         ),
     )
     .expect("write config");
@@ -377,6 +378,14 @@ fn replayed_game_survives_broker_restart_and_kill9() {
         .map(|m| m.1.clone())
         .expect("retained state");
     assert_eq!(state["last_event_id"], json!(format!("t1/1/{n}")));
+    // The live feed is retained too, one file per kind (issue 8).
+    for kind in ["bpgn", "pgn/A", "pgn/B"] {
+        let topic = format!("tandem/v1/t1/feed/{kind}");
+        assert!(
+            retained.iter().any(|(t, _, r)| *t == topic && *r),
+            "no retained {topic}"
+        );
+    }
     assert_eq!(state["result"]["id"], results[0]["id"]);
     assert_eq!(state["over"], true);
     let status = retained

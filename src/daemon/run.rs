@@ -120,6 +120,16 @@ impl Daemon {
         }
         if !outcome.events.is_empty() {
             self.publisher.publish_state(table.id(), &table.state())?;
+            // The live feed, retained for subscribers that join late (issue 8).
+            if let Some(feed) = self
+                .broadcast
+                .as_ref()
+                .and_then(|b| b.retained_payloads(table.id().as_str()))
+            {
+                for (kind, payload) in feed {
+                    self.publisher.publish_feed(table.id(), &kind, payload)?;
+                }
+            }
         }
         if idx == 0 {
             self.fen_tx.send_replace(table.fen());

@@ -35,7 +35,7 @@ use super::payloads::{
 };
 use super::topics::{
     DaemonId, TableId, TopicError, clock_command_topic, daemon_status_topic, error_topic,
-    event_topic, state_topic, subscription_filters, table_status_topic,
+    event_topic, feed_topic, state_topic, subscription_filters, table_status_topic,
 };
 
 /// TLS settings. Kept in the configuration so files stay valid when TLS is wired in; this build
@@ -547,6 +547,16 @@ impl Publisher {
     /// Queues the table state for the retained `tandem/v1/<table>/state`.
     pub fn publish_state(&self, table: &TableId, state: &Value) -> Result<u64, PublishError> {
         self.enqueue(state_topic(table), state.to_string(), true)
+    }
+
+    /// Queues one file of the live feed for the retained `tandem/v1/<table>/feed/<kind>`.
+    pub fn publish_feed(
+        &self,
+        table: &TableId,
+        kind: &str,
+        payload: String,
+    ) -> Result<u64, PublishError> {
+        self.enqueue(feed_topic(table, kind), payload, true)
     }
 
     /// Queues a command for a clock (`tandem/v1/<table>/clock/<board>/cmd`, QoS 1, not retained).

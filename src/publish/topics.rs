@@ -212,6 +212,12 @@ pub fn state_topic(table: &TableId) -> String {
     format!("{ROOT}/{table}/state")
 }
 
+/// `tandem/v1/<table>/feed/<kind>`: the live broadcast feed, retained (`kind` is `bpgn`, `pgn/A`
+/// or `pgn/B`; the broadcast module names them).
+pub fn feed_topic(table: &TableId, kind: &str) -> String {
+    format!("{ROOT}/{table}/feed/{}", kind.trim_start_matches("feed/"))
+}
+
 /// `tandem/v1/<table>/status`: retained `online`/`offline` of the daemon serving the table.
 pub fn table_status_topic(table: &TableId) -> String {
     format!("{ROOT}/{table}/status")
@@ -373,6 +379,8 @@ mod tests {
         assert!(event_topic(&table, "a/b").is_err());
         assert_eq!(error_topic(&table), "tandem/v1/t1/event/error");
         assert_eq!(state_topic(&table), "tandem/v1/t1/state");
+        assert_eq!(feed_topic(&table, "feed/pgn/A"), "tandem/v1/t1/feed/pgn/A");
+        assert_eq!(feed_topic(&table, "bpgn"), "tandem/v1/t1/feed/bpgn");
         assert_eq!(table_status_topic(&table), "tandem/v1/t1/status");
         assert_eq!(
             daemon_status_topic(&DaemonId::new("cam1").unwrap()),
