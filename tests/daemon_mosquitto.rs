@@ -6,7 +6,6 @@
 //! Mosquitto tests print a message and return when `/usr/sbin/mosquitto` is absent.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -16,98 +15,13 @@ use rumqttc::{AsyncClient, Event, Incoming, MqttOptions, QoS};
 use serde_json::{Value, json};
 use tandem_monitor::daemon::{DaemonConfig, Ready, run_daemon};
 
-const MOSQUITTO: &str = "/usr/sbin/mosquitto";
+mod common;
+use common::mosquitto::{Mosquitto, signal};
 const TANDEM: &str = env!("CARGO_BIN_EXE_tandem");
 const GAME: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/fixtures/games/fics-1921708.bpgn"
 );
-
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("an ephemeral port on localhost")
-}
-
-fn wait_for_port(port: u16, up: bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() != up {
-        assert!(Instant::now() < deadline, "port {port} never became {up}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// A Mosquitto child with persistence, so a graceful restart keeps persistent sessions.
-struct Mosquitto {
-    port: u16,
-    dir: tempfile::TempDir,
-    child: Option<Child>,
-}
-
-impl Mosquitto {
-    fn start() -> Option<Self> {
-        if !Path::new(MOSQUITTO).exists() {
-            eprintln!("SKIPPED: {MOSQUITTO} is not installed");
-            return None;
-        }
-        let mut m = Self {
-            port: free_port(),
-            dir: tempfile::tempdir().expect("temp dir"),
-            child: None,
-        };
-        m.spawn();
-        Some(m)
-    }
-
-    fn spawn(&mut self) {
-        let conf = self.dir.path().join("mosquitto.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "listener {} 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location {}/\n\
-                 user root\nmax_queued_messages 100000\nlog_dest none\n",
-                self.port,
-                self.dir.path().display(),
-            ),
-        )
-        .expect("write mosquitto.conf");
-        let child = Command::new(MOSQUITTO)
-            .arg("-c")
-            .arg(&conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn mosquitto");
-        self.child = Some(child);
-        wait_for_port(self.port, true);
-    }
-
-    /// SIGTERM (Mosquitto saves its database), then start again on the same port.
-    fn restart(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            signal(&child, "TERM");
-            let _ = child.wait();
-            wait_for_port(self.port, false);
-        }
-        self.spawn();
-    }
-}
-
-impl Drop for Mosquitto {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-fn signal(child: &Child, sig: &str) {
-    let _ = Command::new("kill")
-        .args([&format!("-{sig}"), &child.id().to_string()])
-        .status();
-}
 
 /// Every message on `filter`, from a persistent session that rides out broker restarts.
 struct Collector {
@@ -236,7 +150,7 @@ fn is_event(topic: &str) -> bool {
 
 #[test]
 fn replayed_game_survives_broker_restart_and_kill9() {
-    let Some(mut broker) = Mosquitto::start() else {
+    let Some(mut broker) = Mosquitto::available().then(Mosquitto::start) else {
         return;
     };
     let rt = runtime();
@@ -397,7 +311,7 @@ fn replayed_game_survives_broker_restart_and_kill9() {
 
 #[test]
 fn arbiter_commands_round_trip() {
-    let Some(broker) = Mosquitto::start() else {
+    let Some(broker) = Mosquitto::available().then(Mosquitto::start) else {
         return;
     };
     let rt = runtime();

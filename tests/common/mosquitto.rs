@@ -1,0 +1,164 @@
+//! A Mosquitto broker for integration tests: a child process on a free port of 127.0.0.1 (never
+//! 1883) with persistence in a temporary directory, which tests stop, freeze, kill and restart.
+#![allow(dead_code)] // each test file uses a different part
+
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const MOSQUITTO: &str = "/usr/sbin/mosquitto";
+
+pub fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("an ephemeral port on localhost")
+}
+
+pub fn wait_for_port(port: u16, up: bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() != up {
+        assert!(
+            Instant::now() < deadline,
+            "port {port} did not become {}",
+            if up { "reachable" } else { "free" }
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A Mosquitto child process with persistence in a temp dir, so that a graceful restart keeps
+/// persistent subscriber sessions and their queued messages (as a production broker would).
+pub struct Mosquitto {
+    pub port: u16,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+    /// Extra configuration lines (authentication).
+    extra: String,
+}
+
+impl Mosquitto {
+    pub fn available() -> bool {
+        if Path::new(MOSQUITTO).exists() {
+            true
+        } else {
+            eprintln!("SKIPPED: {MOSQUITTO} is not installed");
+            false
+        }
+    }
+
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut m = Self {
+            port: free_port(),
+            dir,
+            child: None,
+            extra: String::new(),
+        };
+        m.spawn();
+        m
+    }
+
+    /// A broker that accepts only `user`/`password` (password file made by mosquitto_passwd).
+    pub fn start_with_password(user: &str, password: &str) -> Option<Self> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let passwd = dir.path().join("passwd");
+        let made = Command::new("mosquitto_passwd")
+            .arg("-b")
+            .arg("-c")
+            .arg(&passwd)
+            .args([user, password])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !made {
+            eprintln!("SKIPPED: mosquitto_passwd is not available");
+            return None;
+        }
+        let mut m = Self {
+            port: free_port(),
+            dir,
+            child: None,
+            extra: format!("password_file {}\n", passwd.display()),
+        };
+        m.spawn();
+        Some(m)
+    }
+
+    pub fn spawn(&mut self) {
+        let conf = self.dir.path().join("mosquitto.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "listener {} 127.0.0.1\nallow_anonymous {}\npersistence true\npersistence_location {}/\n\
+                 user root\nmax_queued_messages 100000\nlog_dest none\n{}",
+                self.port,
+                self.extra.is_empty(),
+                self.dir.path().display(),
+                self.extra,
+            ),
+        )
+        .expect("write mosquitto.conf");
+        let child = Command::new(MOSQUITTO)
+            .arg("-c")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn mosquitto");
+        self.child = Some(child);
+        wait_for_port(self.port, true);
+    }
+
+    /// SIGTERM (Mosquitto saves its database) and wait for the exit.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let _ = child.wait();
+            wait_for_port(self.port, false);
+        }
+    }
+
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    /// SIGSTOP: the broker keeps its sockets but answers nothing (no PUBACKs).
+    pub fn freeze(&mut self) {
+        if let Some(child) = &self.child {
+            let _ = Command::new("kill")
+                .args(["-STOP", &child.id().to_string()])
+                .status();
+        }
+    }
+
+    /// SIGKILL (whatever was in flight and not yet saved is gone) and start again from the
+    /// database saved at the last graceful stop.
+    pub fn kill9_and_restart(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+            wait_for_port(self.port, false);
+        }
+        self.spawn();
+    }
+}
+
+impl Drop for Mosquitto {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Sends `sig` (e.g. `TERM`, `KILL`) to a child process.
+pub fn signal(child: &Child, sig: &str) {
+    let _ = Command::new("kill")
+        .args([&format!("-{sig}"), &child.id().to_string()])
+        .status();
+}
