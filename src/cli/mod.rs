@@ -9,6 +9,7 @@ mod engine;
 mod evidence;
 mod referee;
 mod sim;
+mod vision;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
 #[derive(Debug, Parser)]
@@ -40,6 +41,8 @@ enum Command {
     Broker(broker::Args),
     /// The table simulator: render camera frames of a bughouse table with ground truth.
     Sim(sim::Args),
+    /// Find both boards, a1, board A and the pockets in a frame; write calibration/<table>.toml.
+    Calibrate(vision::CalibrateArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -54,5 +57,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Broadcast(args) => broadcast::run(args),
         Command::Broker(args) => broker::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Calibrate(args) => vision::calibrate(args),
     }
 }
