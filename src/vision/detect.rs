@@ -583,6 +583,44 @@ fn edge_score(g: &Gray, h: &Homography, axis: usize, c: f64, range: (f64, f64)) 
     if n == 0 { 0.0 } else { sum / n as f64 }
 }
 
+/// Checker alternation of the row of cells between lattice lines `axis = c` and `c + 1`:
+/// each cell's colour is the median of four samples near its corners (pieces stand in the
+/// middle), and neighbouring cells of a board row differ while a frame or table strip does not.
+fn alternation(g: &Gray, h: &Homography, axis: usize, c: f64, range: (f64, f64)) -> f64 {
+    let mut cells = Vec::new();
+    let mut t = range.0;
+    while t + 1.0 <= range.1 + 1e-9 {
+        let mut v: Vec<f32> = [(0.15, 0.15), (0.85, 0.15), (0.15, 0.85), (0.85, 0.85)]
+            .iter()
+            .filter_map(|&(da, db)| {
+                let q = if axis == 0 {
+                    [c + da, t + db]
+                } else {
+                    [t + db, c + da]
+                };
+                let p = h.map(q);
+                g.contains(p, 1.0).then(|| g.sample(p))
+            })
+            .collect();
+        if v.len() == 4 {
+            v.sort_by(|a, b| a.total_cmp(b));
+            cells.push(Some(0.5 * (v[1] + v[2])));
+        } else {
+            cells.push(None);
+        }
+        t += 1.0;
+    }
+    let diffs: Vec<f64> = cells
+        .windows(2)
+        .filter_map(|w| Some((w[0]? - w[1]?).abs() as f64))
+        .collect();
+    if diffs.is_empty() {
+        0.0
+    } else {
+        diffs.iter().sum::<f64>() / diffs.len() as f64
+    }
+}
+
 /// A board found in a frame: its corners (board coordinates (0,0),(8,0),(8,8),(0,8), image
 /// orientation fixed so that the u→v turn is clockwise on screen as a1→h1→…), not yet
 /// oriented to a1.
@@ -606,7 +644,11 @@ pub fn board_from_lattice(g: &Gray, l: &Lattice) -> Option<FoundBoard> {
         for k in 0..=slack {
             let a = lo[axis] - 1 - k;
             let s = edge_score(g, &l.h, axis, a as f64, range)
-                + edge_score(g, &l.h, axis, a as f64 + 8.0, range);
+                + edge_score(g, &l.h, axis, a as f64 + 8.0, range)
+                + alternation(g, &l.h, axis, a as f64, range)
+                + alternation(g, &l.h, axis, a as f64 + 7.0, range)
+                - alternation(g, &l.h, axis, a as f64 - 1.0, range)
+                - alternation(g, &l.h, axis, a as f64 + 8.0, range);
             if s > best.0 {
                 best = (s, a);
             }
