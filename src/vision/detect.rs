@@ -633,7 +633,7 @@ pub struct FoundBoard {
 
 /// Chooses the 8×8 extent of a lattice (the offset whose outer lines show the strongest
 /// playing-area edge), extrapolates the corners locally and normalises the handedness.
-pub fn board_from_lattice(g: &Gray, l: &Lattice) -> Option<FoundBoard> {
+pub fn board_from_lattice(g: &Gray, l: &Lattice, lens: &Lens) -> Option<FoundBoard> {
     let (lo, hi) = bounds(l);
     let mut off = [0i32; 2];
     for axis in 0..2 {
@@ -682,7 +682,7 @@ pub fn board_from_lattice(g: &Gray, l: &Lattice) -> Option<FoundBoard> {
     {
         return None;
     }
-    let corners = local_corners(l, &off, transposed, &hb).unwrap_or(coarse);
+    let corners = local_corners(l, &off, transposed, lens).unwrap_or(coarse);
     let _ = g;
     Some(FoundBoard {
         corners,
@@ -691,54 +691,94 @@ pub fn board_from_lattice(g: &Gray, l: &Lattice) -> Option<FoundBoard> {
     })
 }
 
-/// Each outer corner extrapolated by a homography fitted only to the interior corners of the
-/// 4×4 block nearest to it: local, so mild lens distortion bends the prediction less than a
-/// board-wide fit. `None` when a block has too few corners.
-fn local_corners(
-    l: &Lattice,
-    off: &[i32; 2],
-    transposed: bool,
-    global: &Homography,
-) -> Option<[Point; 4]> {
-    let board: Vec<(Point, Point)> = l
+/// Radial lens distortion about the image centre, `p_d = c + (p_u − c)(1 + κ |p_u − c|²)`
+/// (κ in px⁻²): the first term of the usual model, enough to straighten a board's lattice.
+#[derive(Clone, Copy, Debug)]
+pub struct Lens {
+    pub centre: Point,
+    pub kappa: f64,
+}
+
+impl Lens {
+    /// Distorted pixel of an undistorted one.
+    pub fn distort(&self, p: Point) -> Point {
+        let d = sub(p, self.centre);
+        let s = 1.0 + self.kappa * (d[0] * d[0] + d[1] * d[1]);
+        [self.centre[0] + d[0] * s, self.centre[1] + d[1] * s]
+    }
+
+    /// Undistorted pixel of a distorted one (fixed-point iteration; κ is small).
+    pub fn undistort(&self, p: Point) -> Point {
+        let d = sub(p, self.centre);
+        let mut u = d;
+        for _ in 0..10 {
+            let s = 1.0 + self.kappa * (u[0] * u[0] + u[1] * u[1]);
+            if s <= 0.1 {
+                break;
+            }
+            u = [d[0] / s, d[1] / s];
+        }
+        [self.centre[0] + u[0], self.centre[1] + u[1]]
+    }
+
+    /// The κ under which the lattices are most nearly projective (least squares residual of
+    /// per-lattice homographies), searched over k1 ∈ [−0.16, 0.06] for a focal length of 0.8
+    /// image widths.
+    pub fn estimate(lattices: &[Lattice], width: usize, height: usize) -> Lens {
+        let centre = [(width as f64 - 1.0) / 2.0, (height as f64 - 1.0) / 2.0];
+        let f = 0.8 * width as f64;
+        let mut best = (f64::MAX, 0.0);
+        for i in 0..=44 {
+            let kappa = (-0.16 + i as f64 * 0.005) / (f * f);
+            let lens = Lens { centre, kappa };
+            let mut cost = 0.0;
+            for l in lattices.iter().filter(|l| l.points.len() >= 12) {
+                let und: Vec<([i32; 2], Point)> = l
+                    .points
+                    .iter()
+                    .map(|(c, p)| (*c, lens.undistort(*p)))
+                    .collect();
+                if let Some((_, rms)) = fit_lattice(&und) {
+                    cost += rms * rms * und.len() as f64;
+                }
+            }
+            if cost < best.0 {
+                best = (cost, kappa);
+            }
+        }
+        Lens {
+            centre,
+            kappa: best.1,
+        }
+    }
+}
+
+/// The outer corners from a homography fitted to the undistorted interior corners, mapped
+/// back through the lens. `None` when the fit fails.
+fn local_corners(l: &Lattice, off: &[i32; 2], transposed: bool, lens: &Lens) -> Option<[Point; 4]> {
+    let (src, dst): (Vec<Point>, Vec<Point>) = l
         .points
         .iter()
         .map(|(c, p)| {
             let (u, v) = ((c[0] - off[0]) as f64, (c[1] - off[1]) as f64);
-            (if transposed { [v, u] } else { [u, v] }, *p)
+            (if transposed { [v, u] } else { [u, v] }, lens.undistort(*p))
         })
-        .collect();
-    let mut out = [[0.0; 2]; 4];
-    for (k, corner) in [[0.0, 0.0], [8.0, 0.0], [8.0, 8.0], [0.0, 8.0]]
-        .into_iter()
-        .enumerate()
-    {
-        let near: Vec<&(Point, Point)> = board
-            .iter()
-            .filter(|(b, _)| (b[0] - corner[0]).abs() <= 4.0 && (b[1] - corner[1]).abs() <= 4.0)
-            .collect();
-        let g = global.map(corner);
-        out[k] = if near.len() >= 8 {
-            let src: Vec<Point> = near.iter().map(|(b, _)| *b).collect();
-            let dst: Vec<Point> = near.iter().map(|(_, p)| *p).collect();
-            match Homography::fit(&src, &dst).and_then(|h| h.apply(corner)) {
-                Some(p) if dist(p, g) < 0.25 * dist(global.map([4.0, 4.0]), g) / 4.0 => p,
-                _ => g,
-            }
-        } else {
-            g
-        };
-    }
-    Some(out)
+        .unzip();
+    let h = Homography::fit(&src, &dst)?;
+    let out = [[0.0, 0.0], [8.0, 0.0], [8.0, 8.0], [0.0, 8.0]].map(|c| lens.distort(h.map(c)));
+    out.iter()
+        .all(|p| p[0].is_finite() && p[1].is_finite())
+        .then_some(out)
 }
 
 /// Every board candidate in the frame, largest (image area) first.
 pub fn find_boards(g: &Gray) -> Vec<FoundBoard> {
     let corners = x_corners(g);
     let lattices = find_lattices(g, &corners, 12);
+    let lens = Lens::estimate(&lattices, g.width, g.height);
     let mut boards: Vec<FoundBoard> = lattices
         .iter()
-        .filter_map(|l| board_from_lattice(g, l))
+        .filter_map(|l| board_from_lattice(g, l, &lens))
         .collect();
     boards.sort_by(|a, b| {
         signed_area(&b.corners)
