@@ -105,12 +105,16 @@ fn evaluate(fen: &str, preset: &str, seed: u64, w: u32, h: u32) -> Result<Outcom
 #[test]
 fn start_position_boards_found_oriented_with_pockets() {
     // low-side is a known failure (see docs/vision-calibration.md); the 2 % target is
-    // measured by the sweep below, this test guards against regressions at 20 %.
+    // measured by the sweep below, this test guards against regressions at 8 %.
     for (preset, seed) in [("tripod", 1), ("overhead", 2), ("oblique", 3)] {
         let o = evaluate(START, preset, seed, 960, 540).unwrap_or_else(|e| panic!("{preset}: {e}"));
+        println!(
+            "{preset} seed {seed}: worst corner {:.4} squares",
+            o.worst_corner
+        );
         assert!(o.oriented, "{preset}: orientation/A-B wrong");
         assert!(
-            o.worst_corner < 0.20,
+            o.worst_corner < 0.08,
             "{preset} seed {seed}: worst corner {:.4} squares",
             o.worst_corner
         );
@@ -126,7 +130,7 @@ fn start_position_boards_found_oriented_with_pockets() {
 fn empty_boards_follow_the_seating_convention() {
     let o = evaluate(EMPTY, "tripod", 7, 960, 540).unwrap();
     assert!(o.oriented);
-    assert!(o.worst_corner < 0.20, "worst corner {:.4}", o.worst_corner);
+    assert!(o.worst_corner < 0.08, "worst corner {:.4}", o.worst_corner);
 }
 
 #[test]

@@ -146,11 +146,24 @@ fn run_taps(taps: &[Tap], src: &[u8], stride: usize, out: &mut [u8]) {
     for (t, o) in taps.iter().zip(out.chunks_exact_mut(3)) {
         let i = t.idx as usize * 3;
         let (wx, wy) = (t.wx as u32, t.wy as u32);
-        let (a, b) = (&src[i..i + 6], &src[i + stride..i + stride + 6]);
+        let w = [
+            (256 - wx) * (256 - wy),
+            wx * (256 - wy),
+            (256 - wx) * wy,
+            wx * wy,
+        ];
+        // One range check for the 2×2 neighbourhood (the map keeps x0 ≤ w−2, y0 ≤ h−2).
+        let Some(px) = src.get(i..i + stride + 6) else {
+            continue;
+        };
+        let (top, bot) = px.split_at(stride);
+        let (top, bot) = (&top[..6], &bot[..6]);
         for c in 0..3 {
-            let top = a[c] as u32 * (256 - wx) + a[c + 3] as u32 * wx;
-            let bot = b[c] as u32 * (256 - wx) + b[c + 3] as u32 * wx;
-            o[c] = ((top * (256 - wy) + bot * wy + 32_768) >> 16) as u8;
+            let v = top[c] as u32 * w[0]
+                + top[c + 3] as u32 * w[1]
+                + bot[c] as u32 * w[2]
+                + bot[c + 3] as u32 * w[3];
+            o[c] = ((v + 32_768) >> 16) as u8;
         }
     }
 }
