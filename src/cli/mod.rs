@@ -11,6 +11,7 @@ mod referee;
 mod run;
 mod sim;
 mod tracker;
+mod vision;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
 #[derive(Debug, Parser)]
@@ -49,6 +50,8 @@ enum Command {
     /// Measure a stage against known truth (`tracker-sim`: the tracker on simulated observations).
     #[command(subcommand)]
     Eval(tracker::EvalCommand),
+    /// Find both boards, a1, board A and the pockets in a frame; write calibration/<table>.toml.
+    Calibrate(vision::CalibrateArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -66,5 +69,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run::run(args),
         Command::ClockSim(args) => run::clock_sim(args),
         Command::Eval(cmd) => tracker::eval(cmd),
+        Command::Calibrate(args) => vision::calibrate(args),
     }
 }

@@ -1,0 +1,345 @@
+//! Rectification: per-square patches that include the piece standing on the square, and
+//! pocket-zone patches, cut from a frame through sampling maps computed once per calibration.
+//!
+//! A square's patch is the quad whose bottom edge is the square's lowest edge in the image and
+//! whose top edge is the square's far edge lifted straight up in the image by `piece_height`
+//! square widths (the camera sees a standing piece above and behind its square). The quad is
+//! warped to a `patch_w × patch_h` patch with image-up as patch-up; bilinear taps are stored
+//! as (pixel index, 8-bit weights), so cutting all 128 patches is one pass over the taps.
+
+use image::RgbImage;
+use serde::{Deserialize, Serialize};
+
+use super::calibration::{Calibration, CalibrationError};
+use super::geometry::{Homography, Point};
+
+/// Patch sizes and the upward extension: TOML via serde with defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RectifyConfig {
+    pub patch_w: u32,
+    pub patch_h: u32,
+    /// How far the patch reaches above the square, in square widths as seen in the image.
+    pub piece_height: f64,
+    pub pocket_w: u32,
+    pub pocket_h: u32,
+}
+
+impl Default for RectifyConfig {
+    fn default() -> Self {
+        RectifyConfig {
+            patch_w: 48,
+            patch_h: 64,
+            piece_height: 1.2,
+            pocket_w: 96,
+            pocket_h: 128,
+        }
+    }
+}
+
+/// One bilinear tap: top-left source pixel index and fixed-point weights (0..=256).
+#[derive(Clone, Copy, Debug)]
+struct Tap {
+    idx: u32,
+    wx: u16,
+    wy: u16,
+}
+
+/// Precomputed sampling maps for one calibration and frame size.
+#[derive(Clone, Debug)]
+pub struct Rectifier {
+    config: RectifyConfig,
+    width: u32,
+    height: u32,
+    /// 128 square maps (board A squares 0..64 by `rank * 8 + file`, then board B), each
+    /// `patch_w * patch_h` taps, row-major.
+    squares: Vec<Tap>,
+    /// 4 pocket maps (A White, A Black, B White, B Black), `pocket_w * pocket_h` taps each.
+    pockets: Vec<Tap>,
+    /// Source quads of the square patches (TL, TR, BR, BL), for overlays and tests.
+    square_quads: Vec<[Point; 4]>,
+}
+
+/// The patches of one frame: RGB bytes, patch after patch.
+#[derive(Clone, Debug)]
+pub struct Crops {
+    pub patch_w: u32,
+    pub patch_h: u32,
+    /// 128 patches: board A's 64 squares (index `rank * 8 + file`), then board B's.
+    pub squares: Vec<u8>,
+    pub pocket_w: u32,
+    pub pocket_h: u32,
+    /// 4 patches: A White, A Black, B White, B Black.
+    pub pockets: Vec<u8>,
+}
+
+impl Crops {
+    /// Patch of square `index` (0..64) on board `board` (0 = A) as an image.
+    pub fn square(&self, board: usize, index: usize) -> Option<RgbImage> {
+        let n = (self.patch_w * self.patch_h * 3) as usize;
+        let k = board * 64 + index;
+        let bytes = self.squares.get(k * n..(k + 1) * n)?.to_vec();
+        RgbImage::from_raw(self.patch_w, self.patch_h, bytes)
+    }
+
+    /// Pocket patch `k` (0 = A White, 1 = A Black, 2 = B White, 3 = B Black).
+    pub fn pocket(&self, k: usize) -> Option<RgbImage> {
+        let n = (self.pocket_w * self.pocket_h * 3) as usize;
+        let bytes = self.pockets.get(k * n..(k + 1) * n)?.to_vec();
+        RgbImage::from_raw(self.pocket_w, self.pocket_h, bytes)
+    }
+}
+
+/// Orders a quad as (TL, TR, BR, BL) with its lowest edge at the bottom.
+fn upright(q: &[Point; 4]) -> [Point; 4] {
+    let low = (0..4)
+        .max_by(|&a, &b| {
+            let ya = q[a][1] + q[(a + 1) % 4][1];
+            let yb = q[b][1] + q[(b + 1) % 4][1];
+            ya.total_cmp(&yb)
+        })
+        .unwrap_or(0);
+    let (p0, p1, p2, p3) = (q[low], q[(low + 1) % 4], q[(low + 2) % 4], q[(low + 3) % 4]);
+    if p0[0] <= p1[0] {
+        [p3, p2, p1, p0]
+    } else {
+        [p2, p3, p0, p1]
+    }
+}
+
+fn lifted(q: [Point; 4], lift: f64) -> [Point; 4] {
+    let [tl, tr, br, bl] = q;
+    [[tl[0], tl[1] - lift], [tr[0], tr[1] - lift], br, bl]
+}
+
+fn taps(quad: &[Point; 4], pw: u32, ph: u32, w: u32, h: u32) -> Result<Vec<Tap>, CalibrationError> {
+    let (fw, fh) = (pw as f64, ph as f64);
+    let rect = [[0.0, 0.0], [fw, 0.0], [fw, fh], [0.0, fh]];
+    let map = Homography::fit(&rect, quad)
+        .ok_or_else(|| CalibrationError::Invalid("degenerate crop quad".into()))?;
+    let mut out = Vec::with_capacity((pw * ph) as usize);
+    for y in 0..ph {
+        for x in 0..pw {
+            let p = map.map([x as f64 + 0.5, y as f64 + 0.5]);
+            let (px, py) = (
+                p[0].clamp(0.0, w as f64 - 1.001),
+                p[1].clamp(0.0, h as f64 - 1.001),
+            );
+            let (px, py) = if px.is_finite() && py.is_finite() {
+                (px, py)
+            } else {
+                (0.0, 0.0)
+            };
+            let (x0, y0) = (px.floor(), py.floor());
+            out.push(Tap {
+                idx: (y0 as u32).min(h - 2) * w + (x0 as u32).min(w - 2),
+                wx: ((px - x0) * 256.0).round() as u16,
+                wy: ((py - y0) * 256.0).round() as u16,
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[inline]
+fn run_taps(taps: &[Tap], src: &[u8], stride: usize, out: &mut [u8]) {
+    for (t, o) in taps.iter().zip(out.chunks_exact_mut(3)) {
+        let i = t.idx as usize * 3;
+        let (wx, wy) = (t.wx as u32, t.wy as u32);
+        let w = [
+            (256 - wx) * (256 - wy),
+            wx * (256 - wy),
+            (256 - wx) * wy,
+            wx * wy,
+        ];
+        // One range check for the 2×2 neighbourhood (the map keeps x0 ≤ w−2, y0 ≤ h−2).
+        let Some(px) = src.get(i..i + stride + 6) else {
+            continue;
+        };
+        let (top, bot) = px.split_at(stride);
+        let (top, bot) = (&top[..6], &bot[..6]);
+        for c in 0..3 {
+            let v = top[c] as u32 * w[0]
+                + top[c + 3] as u32 * w[1]
+                + bot[c] as u32 * w[2]
+                + bot[c + 3] as u32 * w[3];
+            o[c] = ((v + 32_768) >> 16) as u8;
+        }
+    }
+}
+
+impl Rectifier {
+    /// Precomputes the sampling maps of all 128 squares and 4 pockets.
+    pub fn new(cal: &Calibration, config: &RectifyConfig) -> Result<Rectifier, CalibrationError> {
+        cal.validate()?;
+        if config.patch_w == 0
+            || config.patch_h == 0
+            || config.pocket_w == 0
+            || config.pocket_h == 0
+            || config.patch_w > 1024
+            || config.patch_h > 1024
+            || config.pocket_w > 2048
+            || config.pocket_h > 2048
+            || !(0.0..=10.0).contains(&config.piece_height)
+        {
+            return Err(CalibrationError::Invalid(
+                "rectify: patch sizes must be 1..=1024 (pockets 1..=2048), piece_height 0..=10"
+                    .into(),
+            ));
+        }
+        let (w, h) = (cal.width, cal.height);
+        let mut squares = Vec::with_capacity(128 * (config.patch_w * config.patch_h) as usize);
+        let mut pockets = Vec::new();
+        let mut square_quads = Vec::with_capacity(128);
+        for board in &cal.boards {
+            let hb = &board.homography;
+            for index in 0..64 {
+                let (f, r) = ((index % 8) as f64, (index / 8) as f64);
+                let q = [[f, r], [f + 1.0, r], [f + 1.0, r + 1.0], [f, r + 1.0]].map(|p| hb.map(p));
+                let up = upright(&q);
+                let width = (up[2][0] - up[3][0]).hypot(up[2][1] - up[3][1]);
+                let quad = lifted(up, config.piece_height * width);
+                squares.extend(taps(&quad, config.patch_w, config.patch_h, w, h)?);
+                square_quads.push(quad);
+            }
+            let c = &board.corners;
+            let sq = ((c[1][0] - c[0][0]).hypot(c[1][1] - c[0][1])
+                + (c[3][0] - c[2][0]).hypot(c[3][1] - c[2][1]))
+                / 16.0;
+            for pq in &board.pockets {
+                let quad = lifted(upright(pq), config.piece_height * sq);
+                pockets.extend(taps(&quad, config.pocket_w, config.pocket_h, w, h)?);
+            }
+        }
+        Ok(Rectifier {
+            config: config.clone(),
+            width: w,
+            height: h,
+            squares,
+            pockets,
+            square_quads,
+        })
+    }
+
+    /// Source quad (TL, TR, BR, BL in pixels) of square patch `k` (board A 0..64, B 64..128).
+    pub fn square_quad(&self, k: usize) -> Option<[Point; 4]> {
+        self.square_quads.get(k).copied()
+    }
+
+    /// Cuts all square and pocket patches of `frame` into `crops` (reusing its buffers).
+    pub fn rectify_into(
+        &self,
+        frame: &RgbImage,
+        crops: &mut Crops,
+    ) -> Result<(), CalibrationError> {
+        if frame.width() != self.width || frame.height() != self.height {
+            return Err(CalibrationError::ImageSize {
+                got_w: frame.width(),
+                got_h: frame.height(),
+                want_w: self.width,
+                want_h: self.height,
+            });
+        }
+        let c = &self.config;
+        crops.patch_w = c.patch_w;
+        crops.patch_h = c.patch_h;
+        crops.pocket_w = c.pocket_w;
+        crops.pocket_h = c.pocket_h;
+        crops.squares.resize(self.squares.len() * 3, 0);
+        crops.pockets.resize(self.pockets.len() * 3, 0);
+        let src = frame.as_raw();
+        let stride = self.width as usize * 3;
+        run_taps(&self.squares, src, stride, &mut crops.squares);
+        run_taps(&self.pockets, src, stride, &mut crops.pockets);
+        Ok(())
+    }
+
+    /// Cuts all square and pocket patches of `frame`.
+    pub fn rectify(&self, frame: &RgbImage) -> Result<Crops, CalibrationError> {
+        let mut crops = Crops {
+            patch_w: 0,
+            patch_h: 0,
+            squares: Vec::new(),
+            pocket_w: 0,
+            pocket_h: 0,
+            pockets: Vec::new(),
+        };
+        self.rectify_into(frame, &mut crops)?;
+        Ok(crops)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vision::calibration::CalibrationConfig;
+    use image::Rgb;
+
+    #[test]
+    fn patches_show_their_own_square_and_what_stands_above_it() {
+        // A synthetic top-down board: square (f, r) is painted with a colour encoding its
+        // index, everything else black; board A left, board B right.
+        let (w, h) = (400u32, 200u32);
+        let corners = |x0: f64| -> [Point; 4] {
+            [
+                [x0, 180.0],
+                [x0 + 160.0, 180.0],
+                [x0 + 160.0, 20.0],
+                [x0, 20.0],
+            ]
+        };
+        let cal = Calibration::manual(
+            "t",
+            (w, h),
+            [corners(20.0), corners(220.0)],
+            None,
+            &CalibrationConfig::default(),
+        )
+        .unwrap();
+        let mut img = RgbImage::new(w, h);
+        for (b, x0) in [(0u8, 20.0), (1u8, 220.0)] {
+            for y in 20..180 {
+                for x in (x0 as u32)..(x0 as u32 + 160) {
+                    let f = (x - x0 as u32) / 20;
+                    let r = 7 - (y - 20) / 20;
+                    img.put_pixel(x, y, Rgb([(r * 8 + f) as u8 * 3, 100 + 50 * b, 7]));
+                }
+            }
+        }
+        let rect = Rectifier::new(&cal, &RectifyConfig::default()).unwrap();
+        let crops = rect.rectify(&img).unwrap();
+        assert_eq!(crops.squares.len(), 128 * 48 * 64 * 3);
+        assert_eq!(crops.pockets.len(), 4 * 96 * 128 * 3);
+        for (b, idx) in [(0, 0), (0, 27), (1, 9), (1, 62)] {
+            let p = crops.square(b, idx).unwrap();
+            // The bottom part of the patch is the square itself.
+            let px = p.get_pixel(24, 56);
+            assert_eq!(px[0] as usize, idx * 3, "board {b} square {idx}");
+            assert_eq!(px[1], 100 + 50 * b as u8);
+            // Its top shows the square above it in the image (the next rank here).
+            if idx / 8 < 7 {
+                let top = p.get_pixel(24, 20);
+                assert_eq!(top[0] as usize, (idx + 8) * 3);
+            }
+        }
+        let small = RgbImage::new(100, 100);
+        assert!(rect.rectify(&small).is_err());
+    }
+
+    #[test]
+    fn upright_orders_any_rotation() {
+        let q = [[0.0, 0.0], [10.0, 0.0], [10.0, 10.0], [0.0, 10.0]];
+        for k in 0..4 {
+            let r: [Point; 4] = std::array::from_fn(|i| q[(i + k) % 4]);
+            assert_eq!(
+                upright(&r),
+                [[0.0, 0.0], [10.0, 0.0], [10.0, 10.0], [0.0, 10.0]]
+            );
+            let m: [Point; 4] = std::array::from_fn(|i| r[3 - i]);
+            assert_eq!(
+                upright(&m),
+                [[0.0, 0.0], [10.0, 0.0], [10.0, 10.0], [0.0, 10.0]]
+            );
+        }
+    }
+}

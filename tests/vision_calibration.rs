@@ -1,0 +1,279 @@
+//! Calibration on simulator frames: corners against the truth, orientation (a1), board A/B,
+//! pocket overlap, drift after a camera move, and the manual-corner path.
+
+use tandem_monitor::sim::{self, CameraConfig, PieceSet, SimSettings, Truth};
+use tandem_monitor::vision::{Calibration, CalibrationConfig, CalibrationError};
+
+const START: &str =
+    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR";
+const EMPTY: &str = "8/8/8/8/8/8/8/8 | 8/8/8/8/8/8/8/8";
+
+fn settings(preset: &str, seed: u64, w: u32, h: u32) -> SimSettings {
+    SimSettings {
+        width: w,
+        height: h,
+        seed,
+        camera: CameraConfig::preset(preset).unwrap(),
+        shadow_map: 1024,
+        ..SimSettings::default()
+    }
+}
+
+/// Largest corner error of a board in units of that board's square width (from the truth).
+fn corner_error(cal: &Calibration, truth: &Truth, b: usize) -> f64 {
+    let t = &truth.boards[b].corners;
+    let c = &cal.boards[b].corners;
+    let sq = (0..4)
+        .map(|k| {
+            let (p, q) = (t[k], t[(k + 1) % 4]);
+            ((p[0] - q[0]) as f64).hypot((p[1] - q[1]) as f64) / 8.0
+        })
+        .fold(f64::MAX, f64::min);
+    (0..4)
+        .map(|k| (c[k][0] - t[k][0] as f64).hypot(c[k][1] - t[k][1] as f64) / sq)
+        .fold(0.0, f64::max)
+}
+
+/// Fraction of the truth pocket quad's area covered by the calibrated quad (grid sampling).
+fn pocket_overlap(cal: &Calibration, truth: &Truth, b: usize, side: usize) -> f64 {
+    let t: [[f64; 2]; 4] = truth.boards[b].pockets[side]
+        .quad
+        .map(|p| [p[0] as f64, p[1] as f64]);
+    let q = cal.boards[b].pockets[side];
+    let inside = |quad: &[[f64; 2]; 4], p: [f64; 2]| {
+        let mut s = 0.0f64;
+        for i in 0..4 {
+            let (a, b) = (quad[i], quad[(i + 1) % 4]);
+            let c = (b[0] - a[0]) * (p[1] - a[1]) - (b[1] - a[1]) * (p[0] - a[0]);
+            if s == 0.0 {
+                s = c.signum();
+            } else if c.signum() != s {
+                return false;
+            }
+        }
+        true
+    };
+    let (lo, hi) = t.iter().fold(([f64::MAX; 2], [f64::MIN; 2]), |(l, h), p| {
+        (
+            [l[0].min(p[0]), l[1].min(p[1])],
+            [h[0].max(p[0]), h[1].max(p[1])],
+        )
+    });
+    let (mut n, mut hit) = (0, 0);
+    for i in 0..40 {
+        for j in 0..40 {
+            let p = [
+                lo[0] + (hi[0] - lo[0]) * (i as f64 + 0.5) / 40.0,
+                lo[1] + (hi[1] - lo[1]) * (j as f64 + 0.5) / 40.0,
+            ];
+            if inside(&t, p) {
+                n += 1;
+                if inside(&q, p) {
+                    hit += 1;
+                }
+            }
+        }
+    }
+    hit as f64 / n.max(1) as f64
+}
+
+struct Outcome {
+    worst_corner: f64,
+    oriented: bool,
+    min_overlap: f64,
+}
+
+fn evaluate(fen: &str, preset: &str, seed: u64, w: u32, h: u32) -> Result<Outcome, String> {
+    let pieces = PieceSet::builtin();
+    let frame = sim::render_table(fen, &pieces, &settings(preset, seed, w, h)).unwrap();
+    let cal = Calibration::detect(&frame.image, "t", &CalibrationConfig::default())
+        .map_err(|e| e.to_string())?;
+    let worst_corner = corner_error(&cal, &frame.truth, 0).max(corner_error(&cal, &frame.truth, 1));
+    // Right orientation and A/B: every corner within half a square of its truth namesake.
+    let oriented = worst_corner < 0.5;
+    let min_overlap = (0..2)
+        .flat_map(|b| (0..2).map(move |s| (b, s)))
+        .map(|(b, s)| pocket_overlap(&cal, &frame.truth, b, s))
+        .fold(1.0, f64::min);
+    Ok(Outcome {
+        worst_corner,
+        oriented,
+        min_overlap,
+    })
+}
+
+#[test]
+fn start_position_boards_found_oriented_with_pockets() {
+    // low-side is a known failure (see docs/vision-calibration.md); the 2 % target is
+    // measured by the sweep below, this test guards against regressions at 8 %.
+    for (preset, seed) in [("tripod", 1), ("overhead", 2), ("oblique", 3)] {
+        let o = evaluate(START, preset, seed, 960, 540).unwrap_or_else(|e| panic!("{preset}: {e}"));
+        println!(
+            "{preset} seed {seed}: worst corner {:.4} squares",
+            o.worst_corner
+        );
+        assert!(o.oriented, "{preset}: orientation/A-B wrong");
+        assert!(
+            o.worst_corner < 0.08,
+            "{preset} seed {seed}: worst corner {:.4} squares",
+            o.worst_corner
+        );
+        assert!(
+            o.min_overlap > 0.5,
+            "{preset}: pocket overlap {:.2}",
+            o.min_overlap
+        );
+    }
+}
+
+#[test]
+fn empty_boards_follow_the_seating_convention() {
+    let o = evaluate(EMPTY, "tripod", 7, 960, 540).unwrap();
+    assert!(o.oriented);
+    assert!(o.worst_corner < 0.08, "worst corner {:.4}", o.worst_corner);
+}
+
+#[test]
+fn drift_is_noticed_after_a_camera_move_and_not_without() {
+    let pieces = PieceSet::builtin();
+    let s = settings("tripod", 5, 960, 540);
+    let frame = sim::render_table(START, &pieces, &s).unwrap();
+    let cal = Calibration::detect(&frame.image, "t", &CalibrationConfig::default()).unwrap();
+    // The same table again with other noise: no drift.
+    let again = sim::render_table(
+        START,
+        &pieces,
+        &SimSettings {
+            seed: 5,
+            ..s.clone()
+        },
+    )
+    .unwrap();
+    let d = cal.check(&again.image).unwrap();
+    assert!(!d.recalibrate, "unchanged camera flagged: {d:?}");
+    // The camera turned by 1.5° and moved 1 cm.
+    let mut moved = s.clone();
+    moved.camera.yaw_deg += 1.5;
+    moved.camera.target[0] += 0.01;
+    let shifted = sim::render_table(START, &pieces, &moved).unwrap();
+    let d = cal.check(&shifted.image).unwrap();
+    assert!(d.recalibrate, "camera move missed: {d:?}");
+}
+
+#[test]
+fn manual_corners_from_the_truth_give_the_truth() {
+    let pieces = PieceSet::builtin();
+    let frame = sim::render_table(START, &pieces, &settings("oblique", 11, 640, 360)).unwrap();
+    let corners = [0, 1].map(|b| {
+        frame.truth.boards[b]
+            .corners
+            .map(|p| [p[0] as f64, p[1] as f64])
+    });
+    let cal = Calibration::manual(
+        "t",
+        (640, 360),
+        corners,
+        Some(&frame.image),
+        &CalibrationConfig::default(),
+    )
+    .unwrap();
+    assert!(corner_error(&cal, &frame.truth, 0) < 1e-4);
+    assert!(pocket_overlap(&cal, &frame.truth, 1, 0) > 0.5);
+    assert!(cal.boards[0].lattice_reference > 0.2);
+}
+
+#[test]
+fn a_blank_frame_says_to_give_corners_by_hand() {
+    let img = image::RgbImage::from_pixel(320, 180, image::Rgb([90, 90, 90]));
+    match Calibration::detect(&img, "t", &CalibrationConfig::default()) {
+        Err(e @ CalibrationError::NotFound(_)) => assert!(e.to_string().contains("--corners")),
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+}
+
+/// The sweep for the report: presets × seeds at 1280×720; run with
+/// `cargo test --test vision_calibration sweep -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn sweep() {
+    let n: u64 = std::env::var("SWEEP_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(25);
+    let (mut total, mut within, mut oriented, mut pockets) = (0, 0, 0, 0);
+    let mut errs = Vec::new();
+    for preset in sim::CAMERA_PRESETS {
+        for seed in 100..100 + n {
+            total += 1;
+            match evaluate(START, preset, seed, 1280, 720) {
+                Ok(o) => {
+                    within += (o.worst_corner <= 0.02) as u32;
+                    oriented += o.oriented as u32;
+                    pockets += (o.min_overlap > 0.5) as u32;
+                    errs.push(o.worst_corner);
+                    println!(
+                        "{preset:9} seed {seed}: worst corner {:.4} sq, oriented {}, pocket overlap {:.2}",
+                        o.worst_corner, o.oriented, o.min_overlap
+                    );
+                }
+                Err(e) => println!("{preset:9} seed {seed}: FAILED {e}"),
+            }
+        }
+    }
+    errs.sort_by(|a, b| a.total_cmp(b));
+    println!(
+        "frames {total}: corners within 2% {within}, oriented+A/B {oriented}, pockets overlap>0.5 {pockets}; median worst {:.4}",
+        errs.get(errs.len() / 2).copied().unwrap_or(f64::NAN)
+    );
+}
+
+/// One frame in detail (env P = preset, S = seed, W = width, EMPTYB = empty boards); writes
+/// the frame, the overlay and the X-corners into the temporary directory.
+#[test]
+#[ignore]
+fn debug_one() {
+    let dir = std::env::temp_dir();
+    let preset = std::env::var("P").unwrap_or("tripod".into());
+    let seed: u64 = std::env::var("S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100);
+    let pieces = PieceSet::builtin();
+    let fen = if std::env::var("EMPTYB").is_ok() {
+        EMPTY
+    } else {
+        START
+    };
+    let w: u32 = std::env::var("W")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1280);
+    let frame = sim::render_table(fen, &pieces, &settings(&preset, seed, w, w * 9 / 16)).unwrap();
+    frame.image.save(dir.join("dbg.png")).unwrap();
+    let g = tandem_monitor::vision::detect::Gray::from_rgb(&frame.image);
+    let xs = tandem_monitor::vision::detect::x_corners(&g);
+    println!("x-corners {}", xs.len());
+    let ls = tandem_monitor::vision::detect::find_lattices(&g, &xs, 12);
+    for l in &ls {
+        println!("lattice {} pts rms {:.3}", l.points.len(), l.rms);
+    }
+    for b in tandem_monitor::vision::detect::find_boards(&g) {
+        println!("board {:?}", b);
+    }
+    for t in &frame.truth.boards {
+        println!("truth {:?}", t.corners);
+    }
+    if let Ok(cal) = Calibration::detect(&frame.image, "t", &CalibrationConfig::default()) {
+        for b in &cal.boards {
+            println!("cal {} {:?}", b.label, b.corners);
+        }
+        tandem_monitor::vision::overlay::draw(&frame.image, &cal)
+            .save(dir.join("dbg-ov.png"))
+            .unwrap();
+    }
+    let mut img = frame.image.clone();
+    for p in &xs {
+        img.put_pixel(p[0] as u32, p[1] as u32, image::Rgb([255, 0, 0]));
+    }
+    img.save(dir.join("dbg-x.png")).unwrap();
+}
