@@ -413,7 +413,8 @@ impl Referee {
                     // 000/001 §2(1)d: the piece is removed and counts as captured by the mated
                     // side; the removal is not a move.
                     let Move::Drop { to, .. } = mv else {
-                        unreachable!("only drops are drop-mates")
+                        self.status(events, "error", "a drop-mate that is not a drop");
+                        return Vec::new();
                     };
                     if let Err(e) = self.table.play_physical(board, mv, &self.variant) {
                         self.status(events, "rejected", &format!("board {board}: {e}"));
