@@ -23,8 +23,6 @@ use super::ruleset::{
 /// An illegal move that a claim could still punish.
 #[derive(Debug, Clone)]
 struct PendingIllegal {
-    offender: Color,
-    uci: String,
     /// What a valid claim does.
     consequence: Consequence,
     /// The board before the illegal move, the move and what it sent away, for a take-back.
@@ -34,6 +32,13 @@ struct PendingIllegal {
     /// Set once the claimant has made a move on this board: the claim expires when that move is
     /// completed (clock press), or at once when the table has no clock feed.
     claimant_moved: bool,
+}
+
+impl PendingIllegal {
+    /// The player who made the illegal move: the side to move before it.
+    fn offender(&self) -> Color {
+        self.before.turn()
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -514,8 +519,6 @@ impl Referee {
         );
         if claimable {
             self.boards[board.index()].pending = Some(PendingIllegal {
-                offender: mover,
-                uci: uci.clone(),
                 consequence,
                 before,
                 mv,
@@ -529,7 +532,7 @@ impl Referee {
                 board,
             }];
         } else if consequence == Consequence::TakeBack {
-            self.take_back(board, &before, mv, &outcome, &uci, "illegal_move", events);
+            self.take_back(board, &before, mv, &outcome, "illegal_move", events);
             return Vec::new();
         }
         self.after_move(board, mover)
@@ -578,7 +581,7 @@ impl Referee {
         }
         let state = &mut self.boards[board.index()];
         if let Some(pending) = &mut state.pending
-            && pending.offender != mover
+            && pending.offender() != mover
         {
             if state.clock_feed {
                 pending.claimant_moved = true;
@@ -596,7 +599,7 @@ impl Referee {
         if state
             .pending
             .as_ref()
-            .is_some_and(|p| p.offender != presser && p.claimant_moved)
+            .is_some_and(|p| p.offender() != presser && p.claimant_moved)
         {
             state.pending = None;
         }
@@ -647,14 +650,14 @@ impl Referee {
                     );
                     return Vec::new();
                 };
-                if pending.offender == by {
+                if pending.offender() == by {
                     state.pending = Some(pending);
                     reject(self, events, "a player cannot claim his own illegal move");
                     return Vec::new();
                 }
                 match pending.consequence {
                     Consequence::Loss => vec![Decision {
-                        result: MatchResult::loss_for(board, pending.offender),
+                        result: MatchResult::loss_for(board, pending.offender()),
                         reason: ResultReason::IllegalMove,
                         board,
                     }],
@@ -664,7 +667,6 @@ impl Referee {
                             &pending.before,
                             pending.mv,
                             &pending.outcome,
-                            &pending.uci,
                             "claimed_illegal_move",
                             events,
                         );
@@ -720,14 +722,12 @@ impl Referee {
     /// Restores `board` to before an illegal move (FIDE 7.5.1): the same player moves again. The other
     /// board keeps everything that happened there; a piece the illegal move sent to the partner's
     /// pocket comes back if it is still there.
-    #[allow(clippy::too_many_arguments)]
     fn take_back(
         &mut self,
         board: BoardId,
         before: &Position,
         mv: Move,
         outcome: &PlayOutcome,
-        uci: &str,
         reason: &str,
         events: &mut Vec<Event>,
     ) {
@@ -739,7 +739,7 @@ impl Referee {
             Some(board),
             EventBody::MoveRetracted {
                 color: offender,
-                uci: uci.to_string(),
+                uci: mv.to_uci().to_string(),
                 reason: reason.to_string(),
                 fen: self.table.board(board).to_fen(),
             },
