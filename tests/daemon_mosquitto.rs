@@ -292,6 +292,21 @@ fn replayed_game_survives_broker_restart_and_kill9() {
         .map(|m| m.1.clone())
         .expect("retained state");
     assert_eq!(state["last_event_id"], json!(format!("t1/1/{n}")));
+    // The retained evidence head anchors the log kept on disk.
+    let head: tandem_monitor::evidence::ChainHead = state["evidence_head"]
+        .as_str()
+        .expect("evidence head in the state")
+        .parse()
+        .expect("seq:hash");
+    let anchored = tandem_monitor::evidence::verify_with(
+        &dir.path().join("evidence/t1/1"),
+        &tandem_monitor::evidence::VerifyOptions {
+            expected_head: Some(head),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(anchored.problems.is_empty(), "{:?}", anchored.problems);
     // The live feed is retained too, one file per kind (issue 8).
     for kind in ["bpgn", "pgn/A", "pgn/B"] {
         let topic = format!("tandem/v1/t1/feed/{kind}");

@@ -607,6 +607,9 @@ impl TableRuntime {
             "over": self.referee.is_over(),
             "result": self.result,
             "open_alerts": self.alerts,
+            // The evidence chain's head, retained off the machine: with it `tandem evidence verify
+            // --head` also detects records cut from the end of the log.
+            "evidence_head": self.recorder.as_ref().map(|r| r.log().head().to_string()),
         })
     }
 
