@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what tandem-monitor needs on a fresh Debian/Ubuntu machine. Idempotent: a second run only checks.
 #   - system packages: libclang-dev (nokhwa's V4L2 bindings), mosquitto (broker integration tests),
+#     openssl (the command line that makes the TLS test certificates),
 #     dreamchess-data (the simulator's piece meshes)
 #   - the ONNX Runtime shared library, taken from the `onnxruntime` wheel on PyPI, into .cache/onnxruntime/
 set -euo pipefail
@@ -8,7 +9,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ORT_VERSION="${TANDEM_ORT_VERSION:-1.31.1}"
 
 need=()
-for pkg in libclang-dev mosquitto dreamchess-data pkg-config; do
+for pkg in libclang-dev mosquitto openssl dreamchess-data pkg-config; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

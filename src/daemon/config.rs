@@ -356,10 +356,9 @@ impl DaemonConfig {
                 "exit_when_done needs a move source ([source] kind = \"replay\" or [moves])".into(),
             );
         }
-        if self.mqtt.tls.is_some() {
+        if self.mqtt.tls.is_some() && self.mqtt.needs_embedded_broker() {
             return Err(
-                "mqtt.tls: this build has no TLS transport; remove [mqtt.tls] or use a TLS-terminating proxy"
-                    .into(),
+                "mqtt.tls needs mqtt.host: the embedded broker only speaks plain TCP".into(),
             );
         }
         for t in &self.mqtt.tables {

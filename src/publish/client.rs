@@ -21,8 +21,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rumqttc::{
     AsyncClient, ConnectionError, Event, EventLoop, Incoming, LastWill, MqttOptions, Outgoing, QoS,
-    SubscribeFilter,
+    SubscribeFilter, TlsConfiguration, Transport,
 };
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
@@ -38,9 +40,9 @@ use super::topics::{
     event_topic, feed_topic, state_topic, subscription_filters, table_status_topic,
 };
 
-/// TLS settings. Kept in the configuration so files stay valid when TLS is wired in; this build
-/// has no TLS transport (rumqttc's `use-rustls` is not enabled), and [`Publisher::start`] refuses a
-/// configuration that sets it.
+/// TLS settings (rustls with the ring provider). The broker's certificate must be signed by a CA
+/// in `ca_file` and name the configured `host` (a DNS name or an IP address SAN); the system trust
+/// store is not used. `client_cert` and `client_key` come together or not at all.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TlsConfig {
@@ -52,6 +54,80 @@ pub struct TlsConfig {
     /// PEM private key for the client certificate.
     #[serde(default)]
     pub client_key: Option<PathBuf>,
+}
+
+impl TlsConfig {
+    /// Reads the PEM files and builds the rustls client configuration, so that unreadable or
+    /// malformed files are a start error rather than an endless reconnect loop.
+    pub fn client_config(&self) -> Result<Arc<rustls::ClientConfig>, PublishError> {
+        install_crypto_provider();
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in read_certs(&self.ca_file, "ca_file")? {
+            roots.add(cert).map_err(|e| {
+                PublishError::Config(format!(
+                    "tls.ca_file {}: unusable CA certificate: {e}",
+                    self.ca_file.display()
+                ))
+            })?;
+        }
+        let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
+        let config = match (&self.client_cert, &self.client_key) {
+            (None, None) => builder.with_no_client_auth(),
+            (Some(cert), Some(key)) => {
+                let chain = read_certs(cert, "client_cert")?;
+                let bytes = read_pem_file(key, "client_key")?;
+                let key_der = PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| {
+                    PublishError::Config(format!(
+                        "tls.client_key {}: no PEM private key: {e}",
+                        key.display()
+                    ))
+                })?;
+                builder.with_client_auth_cert(chain, key_der).map_err(|e| {
+                    PublishError::Config(format!(
+                        "tls.client_cert/client_key: unusable client identity: {e}"
+                    ))
+                })?
+            }
+            _ => {
+                return Err(PublishError::Config(
+                    "tls.client_cert and tls.client_key must be set together".to_string(),
+                ));
+            }
+        };
+        Ok(Arc::new(config))
+    }
+}
+
+/// Makes ring the process-wide rustls provider; a provider installed earlier (by us or by the
+/// embedding program) is kept.
+fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+fn read_pem_file(path: &std::path::Path, field: &str) -> Result<Vec<u8>, PublishError> {
+    std::fs::read(path).map_err(|e| {
+        PublishError::Config(format!("tls.{field}: cannot read {}: {e}", path.display()))
+    })
+}
+
+/// Every certificate in a PEM file; an empty or malformed file is an error.
+fn read_certs(
+    path: &std::path::Path,
+    field: &str,
+) -> Result<Vec<CertificateDer<'static>>, PublishError> {
+    let bytes = read_pem_file(path, field)?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            PublishError::Config(format!("tls.{field} {}: bad PEM: {e}", path.display()))
+        })?;
+    if certs.is_empty() {
+        return Err(PublishError::Config(format!(
+            "tls.{field} {}: no PEM certificate in the file",
+            path.display()
+        )));
+    }
+    Ok(certs)
 }
 
 /// MQTT settings (the `[mqtt]` TOML table). Every field has a working default.
@@ -129,11 +205,6 @@ pub enum PublishError {
     Event(#[from] EventError),
     #[error("invalid MQTT configuration: {0}")]
     Topic(#[from] TopicError),
-    /// TLS was configured but this build cannot do TLS.
-    #[error(
-        "mqtt.tls is set, but this build has no TLS transport (rumqttc without use-rustls); remove [mqtt.tls] or use a TLS-terminating proxy"
-    )]
-    TlsUnavailable,
     #[error("invalid MQTT configuration: {0}")]
     Config(String),
     /// The publisher task has stopped.
@@ -418,9 +489,17 @@ impl Publisher {
     pub fn start(
         config: MqttConfig,
     ) -> Result<(Publisher, mpsc::Receiver<InboundMessage>), PublishError> {
-        if config.tls.is_some() {
-            return Err(PublishError::TlsUnavailable);
+        if config.tls.is_some() && config.needs_embedded_broker() {
+            return Err(PublishError::Config(
+                "tls needs a host: the embedded broker only speaks plain TCP on 127.0.0.1"
+                    .to_string(),
+            ));
         }
+        let tls = config
+            .tls
+            .as_ref()
+            .map(TlsConfig::client_config)
+            .transpose()?;
         if config.inflight == 0 || config.inbound_capacity == 0 {
             return Err(PublishError::Config(
                 "inflight and inbound_capacity must be at least 1".to_string(),
@@ -456,6 +535,9 @@ impl Publisher {
                 QoS::AtLeastOnce,
                 true,
             ));
+        if let Some(tls) = tls {
+            options.set_transport(Transport::Tls(TlsConfiguration::Rustls(tls)));
+        }
         match (&config.username, &config.password) {
             (Some(user), password) => {
                 options.set_credentials(user.clone(), password.clone().unwrap_or_default());
@@ -905,6 +987,7 @@ mod tests {
             ..Default::default()
         };
         let tls = MqttConfig {
+            host: Some("broker.local".into()),
             tls: Some(TlsConfig {
                 ca_file: "/x".into(),
                 client_cert: None,
@@ -912,10 +995,35 @@ mod tests {
             }),
             ..base.clone()
         };
-        assert!(matches!(
-            Publisher::start(tls),
-            Err(PublishError::TlsUnavailable)
-        ));
+        match Publisher::start(tls.clone()) {
+            Err(PublishError::Config(msg)) => assert!(msg.contains("cannot read /x"), "{msg}"),
+            other => panic!(
+                "missing CA file must be a config error, got {:?}",
+                other.err()
+            ),
+        }
+        let embedded_tls = MqttConfig {
+            host: None,
+            ..tls.clone()
+        };
+        match Publisher::start(embedded_tls) {
+            Err(PublishError::Config(msg)) => assert!(msg.contains("needs a host"), "{msg}"),
+            other => panic!("tls without host must be refused, got {:?}", other.err()),
+        }
+        let not_pem = dir.path().join("not.pem");
+        std::fs::write(&not_pem, "just text\n").unwrap();
+        let half_identity = TlsConfig {
+            ca_file: not_pem.clone(),
+            client_cert: Some(not_pem.clone()),
+            client_key: None,
+        };
+        match half_identity.client_config() {
+            Err(PublishError::Config(msg)) => assert!(msg.contains("no PEM certificate"), "{msg}"),
+            other => panic!(
+                "a CA file without certificates must fail, got {:?}",
+                other.err()
+            ),
+        }
         let bad_table = MqttConfig {
             tables: vec!["a/b".into()],
             ..base.clone()

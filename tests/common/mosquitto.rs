@@ -34,8 +34,10 @@ pub struct Mosquitto {
     pub port: u16,
     dir: tempfile::TempDir,
     child: Option<Child>,
-    /// Extra configuration lines (authentication).
+    /// Extra configuration lines (authentication, TLS options of the listener).
     extra: String,
+    /// Whether clients may connect without a username.
+    anonymous: bool,
 }
 
 impl Mosquitto {
@@ -55,6 +57,7 @@ impl Mosquitto {
             dir,
             child: None,
             extra: String::new(),
+            anonymous: true,
         };
         m.spawn();
         m
@@ -80,9 +83,25 @@ impl Mosquitto {
             dir,
             child: None,
             extra: format!("password_file {}\n", passwd.display()),
+            anonymous: false,
         };
         m.spawn();
         Some(m)
+    }
+
+    /// An anonymous broker whose only listener also takes `extra` (e.g. `certfile`, `keyfile`,
+    /// `cafile` lines make `port` a TLS listener).
+    pub fn start_with_extra(extra: &str) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut m = Self {
+            port: free_port(),
+            dir,
+            child: None,
+            extra: extra.to_string(),
+            anonymous: true,
+        };
+        m.spawn();
+        m
     }
 
     pub fn spawn(&mut self) {
@@ -93,7 +112,7 @@ impl Mosquitto {
                 "listener {} 127.0.0.1\nallow_anonymous {}\npersistence true\npersistence_location {}/\n\
                  user root\nmax_queued_messages 100000\nlog_dest none\n{}",
                 self.port,
-                self.extra.is_empty(),
+                self.anonymous,
                 self.dir.path().display(),
                 self.extra,
             ),
