@@ -484,7 +484,7 @@ fn grow(g: &Gray, pts: &[Point], grid: &Grid, used: &[bool], seed: usize) -> Opt
     points.sort_by_key(|(c, _)| (c[1], c[0]));
     let (mut h, mut rms) = fit_lattice(&points)?;
     // Drop outliers (a corner snapped onto a piece edge) beyond 2.5× the median residual
-    // (at least 0.4 px) and refit.
+    // (at least 0.3 px) and refit.
     for _ in 0..2 {
         let mut res: Vec<f64> = points
             .iter()
@@ -492,7 +492,7 @@ fn grow(g: &Gray, pts: &[Point], grid: &Grid, used: &[bool], seed: usize) -> Opt
             .collect();
         let mut sorted = res.clone();
         sorted.sort_by(|a, b| a.total_cmp(b));
-        let cut = (2.5 * sorted[sorted.len() / 2]).max(0.4);
+        let cut = (2.5 * sorted[sorted.len() / 2]).max(0.3);
         let before = points.len();
         let mut k = 0;
         points.retain(|_| {
