@@ -249,6 +249,8 @@ impl Gradients {
 /// gradient direction is undefined.
 fn refine_saddle(gr: &Gradients, start: Point, r: isize) -> Option<Point> {
     let mut q = start;
+    // Fraction of the window's strongest squared gradient below which a pixel is ignored.
+    let weak = 0.1f32;
     for _ in 0..6 {
         let (cx, cy) = (q[0].round() as isize, q[1].round() as isize);
         if cx - r < 1
@@ -258,6 +260,16 @@ fn refine_saddle(gr: &Gradients, start: Point, r: isize) -> Option<Point> {
         {
             return None;
         }
+        // Pixels with a weak gradient (flat square interiors) carry only noise, whose
+        // isotropic `g gᵀ` would pull q towards the window's (integer) centre: left out.
+        let mut gmax = 0.0f32;
+        for dy in -r..=r {
+            for dx in -r..=r {
+                let i = (cy + dy) as usize * gr.width + (cx + dx) as usize;
+                gmax = gmax.max(gr.gx[i] * gr.gx[i] + gr.gy[i] * gr.gy[i]);
+            }
+        }
+        let gmin = weak * gmax;
         let (mut a, mut b, mut c, mut bx, mut by) = (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0.0f64);
         for dy in -r..=r {
             for dx in -r..=r {
@@ -266,6 +278,9 @@ fn refine_saddle(gr: &Gradients, start: Point, r: isize) -> Option<Point> {
                     continue;
                 }
                 let i = py as usize * gr.width + px as usize;
+                if gr.gx[i] * gr.gx[i] + gr.gy[i] * gr.gy[i] < gmin {
+                    continue;
+                }
                 let (gx, gy) = (gr.gx[i] as f64, gr.gy[i] as f64);
                 let wgt = (-((dx * dx + dy * dy) as f64) / (r * r) as f64).exp();
                 let (gxx, gxy, gyy) = (gx * gx * wgt, gx * gy * wgt, gy * gy * wgt);
@@ -468,7 +483,8 @@ fn grow(g: &Gray, pts: &[Point], grid: &Grid, used: &[bool], seed: usize) -> Opt
     let mut points: Vec<([i32; 2], Point)> = known.iter().map(|(c, &i)| (*c, pts[i])).collect();
     points.sort_by_key(|(c, _)| (c[1], c[0]));
     let (mut h, mut rms) = fit_lattice(&points)?;
-    // Drop outliers (a corner snapped onto a piece edge) and refit.
+    // Drop outliers (a corner snapped onto a piece edge) beyond 2.5× the median residual
+    // (at least 0.3 px) and refit.
     for _ in 0..2 {
         let mut res: Vec<f64> = points
             .iter()
@@ -476,7 +492,7 @@ fn grow(g: &Gray, pts: &[Point], grid: &Grid, used: &[bool], seed: usize) -> Opt
             .collect();
         let mut sorted = res.clone();
         sorted.sort_by(|a, b| a.total_cmp(b));
-        let cut = (3.0 * sorted[sorted.len() / 2]).max(0.5);
+        let cut = (2.5 * sorted[sorted.len() / 2]).max(0.3);
         let before = points.len();
         let mut k = 0;
         points.retain(|_| {
@@ -721,35 +737,49 @@ impl Lens {
         [self.centre[0] + u[0], self.centre[1] + u[1]]
     }
 
+    /// Sum of squared residuals of per-lattice homographies after undistortion.
+    fn cost(&self, lattices: &[Lattice]) -> f64 {
+        let mut cost = 0.0;
+        for l in lattices.iter().filter(|l| l.points.len() >= 12) {
+            let und: Vec<([i32; 2], Point)> = l
+                .points
+                .iter()
+                .map(|(c, p)| (*c, self.undistort(*p)))
+                .collect();
+            if let Some((_, rms)) = fit_lattice(&und) {
+                cost += rms * rms * und.len() as f64;
+            }
+        }
+        cost
+    }
+
     /// The κ under which the lattices are most nearly projective (least squares residual of
     /// per-lattice homographies), searched over k1 ∈ [−0.16, 0.06] for a focal length of 0.8
-    /// image widths.
+    /// image widths: steps of 0.005, then of 0.0005 around the best.
     pub fn estimate(lattices: &[Lattice], width: usize, height: usize) -> Lens {
         let centre = [(width as f64 - 1.0) / 2.0, (height as f64 - 1.0) / 2.0];
-        let f = 0.8 * width as f64;
+        let f2 = (0.8 * width as f64).powi(2);
+        let lens = |k1: f64| Lens {
+            centre,
+            kappa: k1 / f2,
+        };
         let mut best = (f64::MAX, 0.0);
         for i in 0..=44 {
-            let kappa = (-0.16 + i as f64 * 0.005) / (f * f);
-            let lens = Lens { centre, kappa };
-            let mut cost = 0.0;
-            for l in lattices.iter().filter(|l| l.points.len() >= 12) {
-                let und: Vec<([i32; 2], Point)> = l
-                    .points
-                    .iter()
-                    .map(|(c, p)| (*c, lens.undistort(*p)))
-                    .collect();
-                if let Some((_, rms)) = fit_lattice(&und) {
-                    cost += rms * rms * und.len() as f64;
-                }
-            }
-            if cost < best.0 {
-                best = (cost, kappa);
+            let k1 = -0.16 + i as f64 * 0.005;
+            let c = lens(k1).cost(lattices);
+            if c < best.0 {
+                best = (c, k1);
             }
         }
-        Lens {
-            centre,
-            kappa: best.1,
+        let coarse = best.1;
+        for i in -10..=10 {
+            let k1 = coarse + i as f64 * 0.0005;
+            let c = lens(k1).cost(lattices);
+            if c < best.0 {
+                best = (c, k1);
+            }
         }
+        lens(best.1)
     }
 }
 
