@@ -52,6 +52,8 @@ enum Command {
     Eval(tracker::EvalCommand),
     /// Find both boards, a1, board A and the pockets in a frame; write calibration/<table>.toml.
     Calibrate(vision::CalibrateArgs),
+    /// Read every square and pocket of a frame with a calibration (optionally adapting first).
+    Classify(vision::ClassifyArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -70,5 +72,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::ClockSim(args) => run::clock_sim(args),
         Command::Eval(cmd) => tracker::eval(cmd),
         Command::Calibrate(args) => vision::calibrate(args),
+        Command::Classify(args) => vision::classify(args),
     }
 }

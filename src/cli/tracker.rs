@@ -14,6 +14,8 @@ pub enum EvalCommand {
     /// Run the tracker on simulated camera observations of every game of a BPGN file and compare
     /// the committed moves with the record.
     TrackerSim(TrackerSimArgs),
+    /// Adapt the square classifier on a labelled set's `adapt` rows and score its `test` rows.
+    Squares(super::vision::SquaresArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -61,6 +63,7 @@ pub struct TrackerSimArgs {
 pub fn eval(cmd: EvalCommand) -> anyhow::Result<()> {
     match cmd {
         EvalCommand::TrackerSim(args) => tracker_sim(args),
+        EvalCommand::Squares(args) => super::vision::eval_squares(args),
     }
 }
 

@@ -10,6 +10,7 @@
 pub mod calibration;
 pub mod classify;
 pub mod detect;
+pub mod evaluate;
 pub mod geometry;
 pub mod model;
 pub mod overlay;
