@@ -202,6 +202,26 @@ pub fn patches_to_nchw(patches: &[u8], n: usize, w: usize, h: usize, out: &mut V
     }
 }
 
+/// Dot product with eight independent accumulators (vectorises, and keeps the adds
+/// pipelined even where the compiler does not vectorise).
+#[inline]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
 /// Numerically stable softmax of `logits` into `out`.
 pub(crate) fn softmax_into(logits: &[f32], out: &mut [f32]) {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -356,23 +376,46 @@ impl SquareClassifier {
                 model.output_names()
             ))
         })?;
-        if embedding.len() != 2 || embedding[1] <= 0 {
+        if embedding.len() != 2 {
             return Err(wrong(format!(
-                "`embedding` must be [N, D] with fixed D; it is {embedding:?}"
+                "`embedding` must be [N, D]; it is {embedding:?}"
             )));
         }
-        let dim = embedding[1] as usize;
-        Ok(SquareClassifier {
+        let mut classifier = SquareClassifier {
             model,
             config: config.clone(),
             patch_w: input[3] as u32,
             patch_h: input[2] as u32,
-            dim,
-            bank: Bank::new(dim, config.bank_per_class),
+            dim: embedding[1].max(0) as usize,
+            bank: Bank::new(0, 1),
             input: Vec::new(),
             outputs: Default::default(),
             network: Vec::new(),
-        })
+        };
+        if classifier.dim == 0 {
+            // Exporters often leave D symbolic: one probe run on a blank patch tells it.
+            let (w, h) = (classifier.patch_w as usize, classifier.patch_h as usize);
+            classifier.input = vec![0.0; 3 * w * h];
+            classifier.model.run_named(
+                &[1, 3, h as i64, w as i64],
+                &classifier.input,
+                &["logits", "embedding"],
+                &mut classifier.outputs,
+            )?;
+            let shape = &classifier.outputs[1].shape;
+            if shape.len() != 2 || shape[1] <= 0 {
+                return Err(wrong(format!("`embedding` ran as {shape:?}, not [1, D]")));
+            }
+            classifier.dim = shape[1] as usize;
+        }
+        if classifier.dim > 4096 {
+            return Err(wrong(format!(
+                "embedding dimension {} is implausible",
+                classifier.dim
+            )));
+        }
+        classifier.bank = Bank::new(classifier.dim, config.bank_per_class);
+        Ok(classifier)
     }
 
     /// Patch width and height the model takes.
@@ -550,7 +593,7 @@ impl SquareClassifier {
                 let kk = k.min(len);
                 let base = c * bank.cap * dim;
                 for v in bank.vectors[base..base + len * dim].chunks_exact(dim) {
-                    let sim = v.iter().zip(q).map(|(a, b)| a * b).sum::<f32>() * qs;
+                    let sim = dot(v, q) * qs;
                     if sim > top[kk - 1] {
                         let mut j = kk - 1;
                         while j > 0 && top[j - 1] < sim {
@@ -713,6 +756,16 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn dot_matches_the_plain_sum() {
+        for n in [0, 3, 8, 13, 64] {
+            let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 3.0).collect();
+            let b: Vec<f32> = (0..n).map(|i| 1.0 / (i as f32 + 1.0)).collect();
+            let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!((dot(&a, &b) - plain).abs() < 1e-4, "n = {n}");
         }
     }
 
