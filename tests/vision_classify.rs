@@ -84,7 +84,11 @@ fn classify_json_shape_and_adaptation_on_the_start_frame() {
     // on this very frame each square must read as the truth's piece. A wrong square order
     // between adaptation and reading, or a wrong start placement, breaks this.
     let config = dir.path().join("reader.toml");
-    std::fs::write(&config, "[classifier]\nmix = 1.0\nneighbours = 1\n").unwrap();
+    std::fs::write(
+        &config,
+        "[classifier]\nmix = 1.0\nneighbours = 1\nfit_mixture = false\n",
+    )
+    .unwrap();
     let out = run_ok(
         tandem()
             .arg("classify")

@@ -127,6 +127,9 @@ pub struct ClassifierConfig {
     pub neighbours: usize,
     /// Bank capacity per class.
     pub bank_per_class: usize,
+    /// After a start-position adaptation, choose `mix` and `temperature` from a grid by the
+    /// leave-one-out likelihood of the bank's own samples (see [`SquareClassifier::fit`]).
+    pub fit_mixture: bool,
 }
 
 impl Default for ClassifierConfig {
@@ -139,6 +142,7 @@ impl Default for ClassifierConfig {
             temperature: 0.05,
             neighbours: 3,
             bank_per_class: 64,
+            fit_mixture: true,
         }
     }
 }
@@ -257,6 +261,8 @@ struct Bank {
     slots: Vec<Vec<Slot>>,
     /// `13 * cap * dim` floats; class `c`'s slot `i` at `(c * cap + i) * dim`.
     vectors: Vec<f32>,
+    /// The network's softmax for each sample (same slot order), for [`SquareClassifier::fit`].
+    network: Vec<[f32; SquareClass::COUNT]>,
     clock: u64,
 }
 
@@ -269,6 +275,7 @@ impl Bank {
                 .map(|_| Vec::with_capacity(cap))
                 .collect(),
             vectors: vec![0.0; SquareClass::COUNT * cap * dim],
+            network: vec![[0.0; SquareClass::COUNT]; SquareClass::COUNT * cap],
             clock: 0,
         }
     }
@@ -281,8 +288,14 @@ impl Bank {
         self.slots.iter().all(Vec::is_empty)
     }
 
-    /// Adds (or refreshes) one L2-normalised sample.
-    fn insert(&mut self, class: SquareClass, square: Option<u16>, embedding: &[f32]) {
+    /// Adds (or refreshes) one sample (stored L2-normalised) with the network's softmax for it.
+    fn insert(
+        &mut self,
+        class: SquareClass,
+        square: Option<u16>,
+        embedding: &[f32],
+        network: &[f32; SquareClass::COUNT],
+    ) {
         let c = class.index();
         self.clock += 1;
         let stamp = self.clock;
@@ -300,6 +313,7 @@ impl Bank {
                 .map_or(0, |(i, _)| i),
         };
         slots[i] = Slot { square, stamp };
+        self.network[c * self.cap + i] = *network;
         let at = (c * self.cap + i) * self.dim;
         let dst = &mut self.vectors[at..at + self.dim];
         let norm = embedding.iter().map(|v| v * v).sum::<f32>().sqrt();
@@ -308,6 +322,90 @@ impl Bank {
             *d = e * scale;
         }
     }
+
+    /// Per class, the mean of the `k` highest cosine similarities between `q` (scaled by `qs`
+    /// to unit length) and the class's samples, skipping slot `skip` (class, index); `-inf` for
+    /// classes without samples.
+    fn scores(
+        &self,
+        q: &[f32],
+        qs: f32,
+        k: usize,
+        skip: Option<(usize, usize)>,
+    ) -> [f32; SquareClass::COUNT] {
+        let dim = self.dim;
+        let mut score = [f32::NEG_INFINITY; SquareClass::COUNT];
+        for (c, s) in score.iter_mut().enumerate() {
+            let len = self.len(c);
+            let usable = len - usize::from(matches!(skip, Some((sc, _)) if sc == c));
+            if usable == 0 {
+                continue;
+            }
+            let mut top = [f32::NEG_INFINITY; 64];
+            let kk = k.clamp(1, 64).min(usable);
+            let base = c * self.cap * dim;
+            for (i, v) in self.vectors[base..base + len * dim]
+                .chunks_exact(dim)
+                .enumerate()
+            {
+                if skip == Some((c, i)) {
+                    continue;
+                }
+                let sim = dot(v, q) * qs;
+                if sim > top[kk - 1] {
+                    let mut j = kk - 1;
+                    while j > 0 && top[j - 1] < sim {
+                        top[j] = top[j - 1];
+                        j -= 1;
+                    }
+                    top[j] = sim;
+                }
+            }
+            *s = top[..kk].iter().sum::<f32>() / kk as f32;
+        }
+        score
+    }
+}
+
+/// `(1 − mix) · net + mix · softmax(scores / t)` over the classes with a finite score.
+fn mixture(
+    net: &[f32; SquareClass::COUNT],
+    score: &[f32; SquareClass::COUNT],
+    mix: f32,
+    inv_t: f32,
+    out: &mut [f32; SquareClass::COUNT],
+) {
+    let max = score.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut knn = [0.0f32; SquareClass::COUNT];
+    let mut z = 0.0;
+    for (p, &s) in knn.iter_mut().zip(score) {
+        if s.is_finite() {
+            *p = ((s - max) * inv_t).exp();
+            z += *p;
+        }
+    }
+    let w = if z > 0.0 { mix / z } else { 0.0 };
+    let keep = if z > 0.0 { 1.0 - mix } else { 1.0 };
+    for c in 0..SquareClass::COUNT {
+        out[c] = keep * net[c] + w * knn[c];
+    }
+}
+
+/// Temperatures tried by [`SquareClassifier::fit`].
+const FIT_TEMPERATURES: [f32; 8] = [0.01, 0.02, 0.03, 0.05, 0.08, 0.12, 0.2, 0.3];
+/// Probability floor of the leave-one-out likelihood (one hopeless sample costs at most 9.2 nats).
+const FIT_FLOOR: f32 = 1e-4;
+
+/// What [`SquareClassifier::fit`] chose and how well the bank predicts itself with it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MixtureFit {
+    pub mix: f32,
+    pub temperature: f32,
+    /// Leave-one-out accuracy of the bank's samples with the chosen settings.
+    pub loo_accuracy: f32,
+    /// The same for the network alone.
+    pub network_accuracy: f32,
+    pub samples: usize,
 }
 
 /// The square classifier over `models/squares.onnx` with its adaptation bank.
@@ -582,41 +680,70 @@ impl SquareClassifier {
         {
             let qn = q.iter().map(|v| v * v).sum::<f32>().sqrt();
             let qs = if qn > 1e-12 { 1.0 / qn } else { 0.0 };
-            // Mean of the top-k similarities per present class.
-            let mut score = [f32::NEG_INFINITY; C];
-            for (c, s) in score.iter_mut().enumerate() {
-                let len = bank.len(c);
-                if len == 0 {
-                    continue;
-                }
-                let mut top = [f32::NEG_INFINITY; 64];
-                let kk = k.min(len);
-                let base = c * bank.cap * dim;
-                for v in bank.vectors[base..base + len * dim].chunks_exact(dim) {
-                    let sim = dot(v, q) * qs;
-                    if sim > top[kk - 1] {
-                        let mut j = kk - 1;
-                        while j > 0 && top[j - 1] < sim {
-                            top[j] = top[j - 1];
-                            j -= 1;
-                        }
-                        top[j] = sim;
-                    }
-                }
-                *s = top[..kk].iter().sum::<f32>() / kk as f32;
+            let score = bank.scores(q, qs, k, None);
+            mixture(net, &score, mix, inv_t, dst);
+        }
+    }
+
+    /// Chooses `mix` (0, 0.1, …, 1) and `temperature` (from a fixed grid) that maximise the
+    /// leave-one-out log-likelihood of the bank's samples (each scored against all other samples
+    /// and the network's softmax for it), and applies them. A network that is confidently wrong
+    /// on this piece set thereby loses weight, and the k-NN temperature follows how spread the
+    /// embeddings of this table are. `None` when the bank has fewer than two samples.
+    pub fn fit(&mut self) -> Option<MixtureFit> {
+        const C: usize = SquareClass::COUNT;
+        let bank = &self.bank;
+        let dim = self.dim;
+        let mut rows: Vec<(usize, [f32; C], [f32; C])> = Vec::new();
+        for c in 0..C {
+            for i in 0..bank.len(c) {
+                let at = (c * bank.cap + i) * dim;
+                let q = &bank.vectors[at..at + dim];
+                let score = bank.scores(q, 1.0, self.config.neighbours, Some((c, i)));
+                rows.push((c, bank.network[c * bank.cap + i], score));
             }
-            let max = score.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let mut knn = [0.0f32; C];
-            let mut z = 0.0;
-            for (p, &s) in knn.iter_mut().zip(&score) {
-                if s.is_finite() {
-                    *p = ((s - max) * inv_t).exp();
-                    z += *p;
+        }
+        if rows.len() < 2 {
+            return None;
+        }
+        let argmax = |p: &[f32; C]| (0..C).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(0);
+        let mut best = (f32::NEG_INFINITY, 0.0f32, self.config.temperature, 0usize);
+        let mut p = [0.0; C];
+        for &t in &FIT_TEMPERATURES {
+            for m in (0..=10).rev() {
+                let mix = m as f32 / 10.0;
+                let (mut ll, mut right) = (0.0f32, 0usize);
+                for (label, net, score) in &rows {
+                    mixture(net, score, mix, 1.0 / t, &mut p);
+                    ll += p[*label].max(FIT_FLOOR).ln();
+                    right += usize::from(argmax(&p) == *label);
+                }
+                if ll > best.0 {
+                    best = (ll, mix, t, right);
                 }
             }
-            for c in 0..C {
-                dst[c] = (1.0 - mix) * net[c] + mix * knn[c] / z;
-            }
+        }
+        let network_right = rows
+            .iter()
+            .filter(|(label, net, _)| argmax(net) == *label)
+            .count();
+        self.config.mix = best.1;
+        self.config.temperature = best.2;
+        Some(MixtureFit {
+            mix: best.1,
+            temperature: best.2,
+            loo_accuracy: best.3 as f32 / rows.len() as f32,
+            network_accuracy: network_right as f32 / rows.len() as f32,
+            samples: rows.len(),
+        })
+    }
+
+    /// Runs [`SquareClassifier::fit`] when the configuration asks for it.
+    pub fn refit_if_configured(&mut self) -> Option<MixtureFit> {
+        if self.config.fit_mixture {
+            self.fit()
+        } else {
+            None
         }
     }
 
@@ -636,13 +763,16 @@ impl SquareClassifier {
             });
         }
         let dim = self.dim;
+        let mut net = [0.0; SquareClass::COUNT];
         for (i, (&label, e)) in labels
             .iter()
             .zip(self.outputs[1].data.chunks_exact(dim))
             .enumerate()
         {
             let sq = squares.and_then(|s| s.get(i).copied());
-            self.bank.insert(label, sq, e);
+            let at = i * SquareClass::COUNT;
+            softmax_into(&self.outputs[0].data[at..at + SquareClass::COUNT], &mut net);
+            self.bank.insert(label, sq, e, &net);
         }
         Ok(())
     }
@@ -653,6 +783,7 @@ impl SquareClassifier {
         let start = start_labels();
         let labels: Vec<SquareClass> = start.iter().chain(start.iter()).copied().collect();
         self.confirm(crops, &labels)?;
+        self.refit_if_configured();
         Ok(labels.len())
     }
 
@@ -691,8 +822,11 @@ impl SquareClassifier {
                 });
             }
             let at = i * dim;
+            let mut net = [0.0; SquareClass::COUNT];
+            let l = i * SquareClass::COUNT;
+            softmax_into(&self.outputs[0].data[l..l + SquareClass::COUNT], &mut net);
             self.bank
-                .insert(label, sq, &self.outputs[1].data[at..at + dim]);
+                .insert(label, sq, &self.outputs[1].data[at..at + dim], &net);
         }
         Ok(())
     }
@@ -788,13 +922,15 @@ mod tests {
         assert!(text[16..48].chars().all(|c| c == '.'));
     }
 
+    const N: [f32; 13] = [1.0 / 13.0; 13];
+
     #[test]
     fn bank_keeps_per_class_bounds_and_refreshes_squares() {
         let mut bank = Bank::new(2, 3);
         for i in 0..10u16 {
-            bank.insert(SquareClass::Empty, Some(i), &[1.0, i as f32]);
+            bank.insert(SquareClass::Empty, Some(i), &[1.0, i as f32], &N);
         }
-        bank.insert(SquareClass::WhiteKing, Some(4), &[0.0, 2.0]);
+        bank.insert(SquareClass::WhiteKing, Some(4), &[0.0, 2.0], &N);
         assert_eq!(bank.len(SquareClass::Empty.index()), 3);
         assert_eq!(bank.len(SquareClass::WhiteKing.index()), 1);
         // The newest three empties (squares 7, 8, 9) survive.
@@ -802,7 +938,7 @@ mod tests {
         kept.sort();
         assert_eq!(kept, vec![7, 8, 9]);
         // Re-confirming square 8 refreshes its slot instead of evicting another square.
-        bank.insert(SquareClass::Empty, Some(8), &[0.0, 1.0]);
+        bank.insert(SquareClass::Empty, Some(8), &[0.0, 1.0], &N);
         let mut kept: Vec<u16> = bank.slots[0].iter().filter_map(|s| s.square).collect();
         kept.sort();
         assert_eq!(kept, vec![7, 8, 9]);
@@ -814,7 +950,7 @@ mod tests {
         assert_eq!(&bank.vectors[i * 2..i * 2 + 2], &[0.0, 1.0]);
         // A flood of one class never touches another.
         for _ in 0..100 {
-            bank.insert(SquareClass::Empty, None, &[1.0, 0.0]);
+            bank.insert(SquareClass::Empty, None, &[1.0, 0.0], &N);
         }
         assert_eq!(bank.len(SquareClass::WhiteKing.index()), 1);
         assert_eq!(bank.len(SquareClass::Empty.index()), 3);
@@ -914,6 +1050,41 @@ mod tests {
         c.classify_patches(&solid_patches(&query), 1, &mut out)
             .unwrap();
         assert_eq!(out[0], before);
+    }
+
+    #[test]
+    fn fit_trusts_the_bank_when_the_network_is_wrong_on_this_set() {
+        let mut c = classifier();
+        // Three tight colour clusters whose labels contradict the fixture network (which reads
+        // the largest channel as class 0, 1 or 2).
+        let mut colours = Vec::new();
+        let mut labels = Vec::new();
+        for (base, label) in [
+            ([200u8, 30, 30], SquareClass::BlackQueen),
+            ([30, 200, 30], SquareClass::WhiteRook),
+            ([30, 30, 200], SquareClass::Empty),
+        ] {
+            for d in 0..4u8 {
+                colours.push([base[0] + d, base[1] + 2 * d, base[2] + d]);
+                labels.push(label);
+            }
+        }
+        c.adapt_patches(&solid_patches(&colours), &labels).unwrap();
+        assert!(c.fit().is_some());
+        let fit = c.fit().unwrap();
+        assert_eq!(fit.samples, 12);
+        assert_eq!(fit.network_accuracy, 0.0);
+        assert_eq!(fit.loo_accuracy, 1.0);
+        assert!(fit.mix >= 0.9, "{fit:?}");
+        assert_eq!(c.config().mix, fit.mix);
+        // And a fresh sample of the first cluster now reads as the bank says.
+        let mut out = Vec::new();
+        c.classify_patches(&solid_patches(&[[203, 36, 33]]), 1, &mut out)
+            .unwrap();
+        assert_eq!(argmax(&out[0]), SquareClass::BlackQueen.index());
+        // An empty bank has nothing to fit.
+        c.clear_bank();
+        assert!(c.fit().is_none());
     }
 
     fn argmax(v: &[f32]) -> usize {

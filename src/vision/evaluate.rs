@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use image::imageops::FilterType;
 use serde::Serialize;
 
-use super::classify::{SquareClassifier, VisionModelError};
+use super::classify::{MixtureFit, SquareClassifier, VisionModelError};
 use crate::tracker::SquareClass;
 
 /// Why an evaluation set could not be read.
@@ -274,6 +274,11 @@ pub struct SessionScore {
     pub test_rows: usize,
     pub accuracy: f64,
     pub accuracy_without_adaptation: f64,
+    /// The mixture used for this session (fitted on its adapt rows when configured).
+    pub mix: f32,
+    pub temperature: f32,
+    /// Leave-one-out figures of the fit on the adapt rows, when fitted.
+    pub fit: Option<MixtureFit>,
 }
 
 /// The report of `tandem eval squares`.
@@ -293,10 +298,12 @@ pub struct SquaresReport {
     /// Misreads after adaptation, most frequent first.
     pub errors: Vec<Confusion>,
     pub per_session: Vec<SessionScore>,
-    /// Mixture settings used (see `ClassifierConfig`).
+    /// Mixture settings configured (see `ClassifierConfig`; with `fit_mixture` each session
+    /// fits its own `mix` and `temperature`, listed in `per_session`).
     pub mix: f32,
     pub temperature: f32,
     pub neighbours: usize,
+    pub fit_mixture: bool,
 }
 
 /// The set directories under `dir`: `dir` itself if it has `labels.csv`, else its immediate
@@ -342,8 +349,14 @@ pub fn evaluate_squares(
     let (mut adapt_rows, mut test_rows) = (0, 0);
     let mut patches = Vec::new();
     let mut probs = Vec::new();
+    let configured = classifier.config().clone();
     for (set, rows) in &all {
         classifier.clear_bank();
+        classifier.set_mixture(
+            configured.mix,
+            configured.temperature,
+            configured.neighbours,
+        )?;
         let (adapt, test): (Vec<&LabelledPatch>, Vec<&LabelledPatch>) =
             rows.iter().partition(|r| r.split == Split::Adapt);
         for chunk in adapt.chunks(BATCH) {
@@ -354,6 +367,7 @@ pub fn evaluate_squares(
             let labels: Vec<SquareClass> = chunk.iter().map(|r| r.label).collect();
             classifier.adapt_patches(&patches, &labels)?;
         }
+        let fit = classifier.refit_if_configured();
         let (mut a, mut p) = (Tally::default(), Tally::default());
         for chunk in test.chunks(BATCH) {
             patches.clear();
@@ -372,13 +386,16 @@ pub fn evaluate_squares(
             test_rows: test.len(),
             accuracy: a.accuracy(),
             accuracy_without_adaptation: p.accuracy(),
+            mix: classifier.config().mix,
+            temperature: classifier.config().temperature,
+            fit,
         });
         adapt_rows += adapt.len();
         test_rows += test.len();
         adapted.merge(&a);
         plain.merge(&p);
     }
-    let cfg = classifier.config();
+    let cfg = &configured;
     Ok(SquaresReport {
         dataset: dir.display().to_string(),
         model: cfg
@@ -398,6 +415,7 @@ pub fn evaluate_squares(
         mix: cfg.mix,
         temperature: cfg.temperature,
         neighbours: cfg.neighbours,
+        fit_mixture: cfg.fit_mixture,
     })
 }
 
@@ -505,7 +523,11 @@ mod tests {
         );
         let fixture =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vision/squares-fixture.onnx");
-        let mut c = SquareClassifier::from_path(&fixture, &ClassifierConfig::default()).unwrap();
+        let config = ClassifierConfig {
+            fit_mixture: false,
+            ..ClassifierConfig::default()
+        };
+        let mut c = SquareClassifier::from_path(&fixture, &config).unwrap();
         // The parent directory is read as a set of sessions.
         let r = evaluate_squares(&mut c, root.path()).unwrap();
         assert_eq!(r.sessions, 1);

@@ -179,7 +179,9 @@ impl FrameReader {
     pub fn adapt_start_from_last(&mut self) -> Result<(), ReadError> {
         let labels = start_labels();
         self.confirm_last(BoardId::A, &labels)?;
-        self.confirm_last(BoardId::B, &labels)
+        self.confirm_last(BoardId::B, &labels)?;
+        self.classifier.refit_if_configured();
+        Ok(())
     }
 
     /// Adapts from a position of `board` the tracker confirmed in the last frame read: `labels`
