@@ -625,12 +625,14 @@ pub fn export_training(
         camera.roll_deg += rng.sym(spread * 0.2);
         camera.focal *= 1.0 + rng.sym(0.08);
         let (width, height) = FRAME_SIZES[rng.below(FRAME_SIZES.len())];
-        let mut variation = super::Variation::default();
-        variation.noise = rng.range(0.0, 0.03);
-        variation.blur_px = rng.range(0.0, 1.6);
-        variation.exposure_stops = rng.range(0.1, 0.6);
-        variation.piece_offset_m = if rng.unit() < 0.3 { 0.012 } else { 0.005 };
-        variation.hall = rng.unit() < 0.7;
+        let variation = super::Variation {
+            noise: rng.range(0.0, 0.03),
+            blur_px: rng.range(0.0, 1.6),
+            exposure_stops: rng.range(0.1, 0.6),
+            piece_offset_m: if rng.unit() < 0.3 { 0.012 } else { 0.005 },
+            hall: rng.unit() < 0.7,
+            ..super::Variation::default()
+        };
         let fen = random_training_fen(&mut rng)?;
         let settings = SimSettings {
             width,
