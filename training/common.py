@@ -91,36 +91,25 @@ def augment(x, strength=1.0, flip=True, max_shift=0.06):
 
 
 class Schedule:
-    """Cosine learning rate over a step count fixed after timing the first steps against a
-    wall-clock budget (the shared 2-core machine makes throughput unpredictable)."""
+    """Warm-up, then a cosine learning rate over a wall-clock budget: on a shared 2-core machine
+    the throughput changes during a run, so the schedule follows elapsed time, not steps."""
 
-    def __init__(self, opt, lr, minutes, probe_steps=60, max_steps=None):
+    def __init__(self, opt, lr, minutes, warmup_steps=100):
         self.opt, self.lr, self.budget = opt, lr, minutes * 60.0
-        self.probe, self.total, self.max_steps = probe_steps, None, max_steps
+        self.warmup = warmup_steps
         self.t0 = time.time()
-        self.t10 = None
         self.step_no = 0
 
     def step(self):
         self.step_no += 1
-        if self.step_no == 10:
-            self.t10 = time.time()
-        if self.total is None and self.step_no == self.probe:
-            per = (time.time() - self.t10) / (self.probe - 10)
-            left = self.budget - (time.time() - self.t0)
-            self.total = max(self.probe + 1, self.probe + int(left / per))
-            if self.max_steps:
-                self.total = min(self.total, self.max_steps)
-            print(f"{per * 1e3:.0f} ms/step -> {self.total} steps", flush=True)
-        total = self.total or 10**9
-        warm = 100
-        if self.step_no < warm:
-            f = self.step_no / warm
+        frac = (time.time() - self.t0) / self.budget
+        if self.step_no < self.warmup:
+            f = self.step_no / self.warmup
         else:
-            f = 0.5 * (1 + math.cos(math.pi * min(1.0, self.step_no / total)))
+            f = 0.5 * (1 + math.cos(math.pi * min(1.0, frac)))
         for g in self.opt.param_groups:
             g["lr"] = self.lr * max(f, 0.01)
-        return self.total is not None and self.step_no >= self.total
+        return frac >= 1.0
 
 
 def export_onnx(model, example, path, input_name, output_names):
