@@ -71,20 +71,31 @@ struct GameArgs {
 
 #[derive(Debug, clap::Args)]
 struct DatasetArgs {
-    /// Output directory (squares/, pockets/, labels.csv, pockets.csv, frames.csv).
+    /// Output directory. Training data: squares.u8/.csv, pockets.u8/.csv, frames.csv (raw RGB
+    /// patches cut by the vision rectifier). With --sessions: one eval directory per table.
     #[arg(long)]
     out: PathBuf,
-    /// Number of rendered frames (each gives 128 square crops and 4 pocket crops).
-    #[arg(long)]
+    /// Number of rendered training frames (each gives 128 square crops and 4 pocket crops).
+    #[arg(long, default_value_t = 100)]
     frames: usize,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Piece set directories (repeatable); default: the dreamchess classic set (if installed)
+    /// and the built-in set.
     #[arg(long)]
-    pieces: Option<PathBuf>,
-    #[arg(long, default_value_t = 960)]
-    width: u32,
-    #[arg(long, default_value_t = 540)]
-    height: u32,
+    pieces: Vec<PathBuf>,
+    /// Camera presets, comma-separated (default: tripod,overhead; with --sessions: low-side,oblique).
+    #[arg(long, value_delimiter = ',')]
+    presets: Vec<String>,
+    /// Render the sets as they are (no procedural scale/taper/colour variation).
+    #[arg(long)]
+    no_set_variation: bool,
+    /// Write this many evaluation sessions per preset instead of training data.
+    #[arg(long)]
+    sessions: Option<usize>,
+    /// Random positions per session (test rows), besides the start position (adapt rows).
+    #[arg(long, default_value_t = 4)]
+    positions: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -223,25 +234,80 @@ fn game(a: GameArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Cuts a frame's crops exactly as at run time: a manual calibration from the simulator's
+/// true corners and the default `vision::Rectifier`.
+fn cut_with_rectifier(frame: &sim::Frame) -> Result<sim::dataset::FrameCrops, String> {
+    use tandem_monitor::vision::{Calibration, CalibrationConfig, Rectifier, RectifyConfig};
+    let t = &frame.truth;
+    let corners = [0, 1].map(|b| t.boards[b].corners.map(|p| [p[0] as f64, p[1] as f64]));
+    let cal = Calibration::manual(
+        "sim",
+        (t.width, t.height),
+        corners,
+        None,
+        &CalibrationConfig::default(),
+    )
+    .map_err(|e| e.to_string())?;
+    let config = RectifyConfig::default();
+    let rect = Rectifier::new(&cal, &config).map_err(|e| e.to_string())?;
+    let crops = rect.rectify(&frame.image).map_err(|e| e.to_string())?;
+    Ok(sim::dataset::FrameCrops {
+        square_size: [crops.patch_w, crops.patch_h],
+        squares: crops.squares,
+        pocket_size: [crops.pocket_w, crops.pocket_h],
+        pockets: crops.pockets,
+    })
+}
+
 fn dataset(a: DatasetArgs) -> anyhow::Result<()> {
-    let pieces = piece_set(&a.pieces)?;
-    let opts = sim::dataset::DatasetOptions {
-        frames: a.frames,
-        seed: a.seed,
-        width: a.width,
-        height: a.height,
-        ..sim::dataset::DatasetOptions::default()
-    };
-    let default = a.pieces.is_none();
-    let opts = sim::dataset::DatasetOptions {
-        default_set: default,
-        ..opts
-    };
     let t0 = Instant::now();
-    let s = sim::dataset::export_dataset(&pieces, &opts, &a.out)?;
+    let mut cut = cut_with_rectifier;
+    let s = if let Some(sessions) = a.sessions {
+        let set = match a.pieces.as_slice() {
+            [one] => piece_set(&Some(one.clone()))?,
+            _ => {
+                anyhow::bail!("--sessions needs exactly one --pieces directory (the held-out set)")
+            }
+        };
+        let mut opts = sim::dataset::SessionOptions {
+            sessions,
+            positions: a.positions,
+            seed: a.seed,
+            ..sim::dataset::SessionOptions::default()
+        };
+        if !a.presets.is_empty() {
+            opts.presets = a.presets.clone();
+        }
+        sim::dataset::export_sessions(&set, &opts, &mut cut, &a.out)?
+    } else {
+        let sets = if a.pieces.is_empty() {
+            let mut v = vec![PieceSet::builtin()];
+            let classic = std::path::Path::new(sim::mesh::DREAMCHESS_CLASSIC);
+            if classic.join("pawn.dcm").exists() {
+                v.push(PieceSet::load(classic)?);
+            }
+            v
+        } else {
+            a.pieces
+                .iter()
+                .map(|d| piece_set(&Some(d.clone())))
+                .collect::<anyhow::Result<Vec<_>>>()?
+        };
+        let mut opts = sim::dataset::TrainingOptions {
+            frames: a.frames,
+            seed: a.seed,
+            vary_sets: !a.no_set_variation,
+            ..sim::dataset::TrainingOptions::default()
+        };
+        if !a.presets.is_empty() {
+            opts.presets = a.presets.clone();
+        }
+        sim::dataset::export_training(&sets, &opts, &mut cut, &a.out)?
+    };
     println!(
-        "{} frames → {} square crops, {} pocket crops in {:.1} s → {}",
-        a.frames,
+        "{} frames ({} skipped) → {} square crops, {} pocket crops in {:.1} s → {}",
+        s.frames,
+        s.skipped,
         s.squares,
         s.pockets,
         t0.elapsed().as_secs_f64(),

@@ -310,6 +310,515 @@ pub fn export_dataset(
     Ok(summary)
 }
 
+// ---------------------------------------------------------------------------------------------
+// Classifier training and evaluation data, cut by the vision stage's own rectifier.
+// ---------------------------------------------------------------------------------------------
+
+/// The crops of one frame, cut by the caller (the vision stage's `Rectifier` from a calibration
+/// made of the truth corners), so that training sees exactly the run-time geometry. `sim` must
+/// not depend on `vision`, hence the closure.
+#[derive(Clone, Debug, Default)]
+pub struct FrameCrops {
+    /// Square patch width and height.
+    pub square_size: [u32; 2],
+    /// 128 RGB patches: board A's squares by `rank * 8 + file`, then board B's.
+    pub squares: Vec<u8>,
+    /// Pocket patch width and height.
+    pub pocket_size: [u32; 2],
+    /// 4 RGB patches: A White, A Black, B White, B Black.
+    pub pockets: Vec<u8>,
+}
+
+/// Cuts the crops of a rendered frame; an `Err` skips the frame (e.g. a board out of view).
+pub type CropCutter<'a> = dyn FnMut(&super::Frame) -> Result<FrameCrops, String> + 'a;
+
+/// Frame sizes drawn for classifier data (the range the product is used at).
+pub const FRAME_SIZES: [(u32, u32); 5] =
+    [(640, 360), (800, 450), (960, 540), (1120, 630), (1280, 720)];
+
+/// Roles counted in a pocket, in the pocket model's output order.
+pub const POCKET_ROLES: [char; 5] = ['P', 'N', 'B', 'R', 'Q'];
+
+/// Settings of [`export_training`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrainingOptions {
+    pub frames: usize,
+    pub seed: u64,
+    /// Camera presets drawn from (training: `tripod`, `overhead`).
+    pub presets: Vec<String>,
+    /// Extra pose spread around the preset: yaw ± this many degrees, distance/height ± 12 %.
+    pub pose_spread_deg: f32,
+    /// Vary each frame's piece set procedurally (scale, taper, colours).
+    pub vary_sets: bool,
+}
+
+impl Default for TrainingOptions {
+    fn default() -> Self {
+        TrainingOptions {
+            frames: 100,
+            seed: 0,
+            presets: vec!["tripod".into(), "overhead".into()],
+            pose_spread_deg: 15.0,
+            vary_sets: true,
+        }
+    }
+}
+
+/// Settings of [`export_sessions`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionOptions {
+    /// Sessions (tables) per camera preset.
+    pub sessions: usize,
+    /// Random positions per session (the `test` rows), besides the start position (`adapt`).
+    pub positions: usize,
+    pub seed: u64,
+    pub presets: Vec<String>,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            sessions: 4,
+            positions: 4,
+            seed: 0,
+            presets: vec!["low-side".into(), "oblique".into()],
+        }
+    }
+}
+
+/// What an export wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExportSummary {
+    pub frames: usize,
+    pub skipped: usize,
+    pub squares: usize,
+    pub pockets: usize,
+}
+
+/// The standard start position of both boards, empty pockets.
+pub const START_TABLE: &str =
+    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR";
+
+/// A procedural variation of a piece set: per-kind scale and taper, and (half the time) fixed
+/// piece colours instead of the scene style's, so a classifier cannot learn one set's shapes
+/// or palette by heart.
+pub fn varied_set(base: &PieceSet, rng: &mut SimRng) -> PieceSet {
+    let mut set = base.clone();
+    let global = Vec3::new(
+        rng.range(0.85, 1.15),
+        rng.range(0.85, 1.15),
+        rng.range(0.85, 1.15),
+    );
+    for m in &mut set.meshes {
+        let s = Vec3::new(
+            global.x * rng.range(0.9, 1.1),
+            global.y * rng.range(0.9, 1.1),
+            global.z * rng.range(0.9, 1.1),
+        );
+        let taper = rng.range(-0.25, 0.35);
+        *m = std::sync::Arc::new(m.varied(s, taper));
+    }
+    if rng.unit() < 0.5 {
+        let light = rng.range(0.55, 0.98);
+        let dark = rng.range(0.03, 0.35);
+        let tint = |v: f32, rng: &mut SimRng| {
+            let warm = rng.sym(0.12);
+            [
+                (v * (1.0 + warm)).clamp(0.0, 1.0),
+                v,
+                (v * (1.0 - warm)).clamp(0.0, 1.0),
+            ]
+        };
+        set.config.white = Some(tint(light, rng));
+        set.config.black = Some(tint(dark, rng));
+    }
+    set.name = format!("{}~varied", base.name);
+    set
+}
+
+/// FEN of one board placement with its pocket in brackets.
+fn board_fen(squares: &[Option<char>; 64], pocket: &str) -> String {
+    let mut s = String::new();
+    for rank in (0..8).rev() {
+        let mut gap = 0;
+        for file in 0..8 {
+            match squares[rank * 8 + file] {
+                Some(c) => {
+                    if gap > 0 {
+                        let _ = write!(s, "{gap}");
+                        gap = 0;
+                    }
+                    s.push(c);
+                }
+                None => gap += 1,
+            }
+        }
+        if gap > 0 {
+            let _ = write!(s, "{gap}");
+        }
+        if rank > 0 {
+            s.push('/');
+        }
+    }
+    format!("{s}[{pocket}]")
+}
+
+/// A random pocket: 0..=8 pieces per role, small counts most likely (as in play), the whole
+/// range covered.
+fn random_pocket(rng: &mut SimRng, upper: bool) -> String {
+    let cap = [0, 1, 2, 3, 4, 6, 8][rng.below(7)];
+    let mut out = String::new();
+    for role in POCKET_ROLES {
+        let n = if rng.unit() < 0.35 {
+            0
+        } else {
+            rng.below(cap + 1)
+        };
+        let c = if upper {
+            role
+        } else {
+            role.to_ascii_lowercase()
+        };
+        out.extend(std::iter::repeat_n(c, n));
+    }
+    out
+}
+
+/// A table for classifier data: the start position, a reachable position after random plies,
+/// or a scatter of pieces on arbitrary squares (pawns on back ranks included); pockets are
+/// often replaced by random ones holding up to 8 pieces per role.
+pub fn random_training_fen(rng: &mut SimRng) -> Result<String, SimError> {
+    let kind = rng.unit();
+    if kind < 0.1 {
+        return Ok(START_TABLE.to_string());
+    }
+    let placement = super::parse_table_fen(&random_table_fen(rng, 140))?;
+    let mut boards = Vec::new();
+    for b in &placement.boards {
+        let mut squares: [Option<char>; 64] =
+            std::array::from_fn(|i| b.squares[i].map(|p| p.fen_char()));
+        if kind > 0.7 {
+            // Scatter: a random density of random pieces anywhere.
+            let density = rng.range(0.05, 0.7);
+            const LETTERS: &[u8] = b"PNBRQKpnbrqk";
+            for sq in squares.iter_mut() {
+                *sq = if rng.unit() < density {
+                    Some(LETTERS[rng.below(LETTERS.len())] as char)
+                } else {
+                    None
+                };
+            }
+        }
+        let pocket: String = if rng.unit() < 0.6 {
+            random_pocket(rng, true) + &random_pocket(rng, false)
+        } else {
+            b.pocket.iter().map(|p| p.fen_char()).collect()
+        };
+        boards.push(board_fen(&squares, &pocket));
+    }
+    Ok(boards.join(" | "))
+}
+
+/// Counts of `POCKET_ROLES` among FEN letters (case-insensitive: a zone holds one colour).
+pub fn pocket_counts(pieces: &str) -> [usize; 5] {
+    let mut n = [0; 5];
+    for c in pieces.chars() {
+        if let Some(k) = POCKET_ROLES
+            .iter()
+            .position(|r| *r == c.to_ascii_uppercase())
+        {
+            n[k] += 1;
+        }
+    }
+    n
+}
+
+fn label_of(c: Option<char>) -> String {
+    c.map_or("empty".to_string(), |c| c.to_string())
+}
+
+fn create_dir(p: &Path) -> Result<(), SimError> {
+    std::fs::create_dir_all(p).map_err(|e| SimError::Io(p.to_path_buf(), e))
+}
+
+fn write_all(w: &mut impl std::io::Write, bytes: &[u8], path: &Path) -> Result<(), SimError> {
+    w.write_all(bytes)
+        .map_err(|e| SimError::Io(path.to_path_buf(), e))
+}
+
+fn check_crops(c: &FrameCrops) -> Result<(), String> {
+    let sq = (c.square_size[0] * c.square_size[1] * 3) as usize;
+    let pk = (c.pocket_size[0] * c.pocket_size[1] * 3) as usize;
+    if c.squares.len() != 128 * sq || c.pockets.len() != 4 * pk {
+        return Err(format!(
+            "crop cutter returned {} square and {} pocket bytes for {:?}/{:?} patches",
+            c.squares.len(),
+            c.pockets.len(),
+            c.square_size,
+            c.pocket_size
+        ));
+    }
+    Ok(())
+}
+
+/// Renders `options.frames` random tables with training sets, poses and looks, cuts them with
+/// `cut` and appends the raw patches to `squares.u8` / `pockets.u8` (uint8 RGB, patch after
+/// patch) with one CSV row per patch in `squares.csv` / `pockets.csv`, plus `frames.csv`.
+/// Raw bytes keep 100 k+ patches quick to load; the CSV rows say the patch size.
+pub fn export_training(
+    sets: &[PieceSet],
+    options: &TrainingOptions,
+    cut: &mut CropCutter<'_>,
+    out: &Path,
+) -> Result<ExportSummary, SimError> {
+    use std::io::Write as _;
+    if sets.is_empty() || options.presets.is_empty() {
+        return Err(SimError::Config(
+            "training export needs at least one piece set and one camera preset".into(),
+        ));
+    }
+    create_dir(out)?;
+    let open = |name: &str| -> Result<std::io::BufWriter<std::fs::File>, SimError> {
+        let p = out.join(name);
+        std::fs::File::create(&p)
+            .map(std::io::BufWriter::new)
+            .map_err(|e| SimError::Io(p, e))
+    };
+    let (mut sq_bin, mut pk_bin) = (open("squares.u8")?, open("pockets.u8")?);
+    let (mut sq_csv, mut pk_csv, mut fr_csv) = (
+        open("squares.csv")?,
+        open("pockets.csv")?,
+        open("frames.csv")?,
+    );
+    let (csv_path, pk_path) = (out.join("squares.csv"), out.join("pockets.csv"));
+    write_all(
+        &mut sq_csv,
+        b"frame,board,index,label,occluded,width,height\n",
+        &csv_path,
+    )?;
+    write_all(
+        &mut pk_csv,
+        b"frame,zone,P,N,B,R,Q,width,height\n",
+        &pk_path,
+    )?;
+    write_all(
+        &mut fr_csv,
+        b"frame,seed,camera,pieces,width,height,table_fen\n",
+        &out.join("frames.csv"),
+    )?;
+    let mut summary = ExportSummary::default();
+    let root = SimRng::new(options.seed).fork(0x7EA1);
+    for i in 0..options.frames {
+        let mut rng = root.fork(i as u64);
+        let base = &sets[rng.below(sets.len())];
+        let set = if options.vary_sets && rng.unit() < 0.75 {
+            varied_set(base, &mut rng.fork(0x5E7))
+        } else {
+            base.clone()
+        };
+        let preset = &options.presets[rng.below(options.presets.len())];
+        let mut camera = CameraConfig::preset(preset)?;
+        let spread = options.pose_spread_deg;
+        camera.yaw_deg += rng.sym(spread);
+        camera.distance *= 1.0 + rng.sym(0.12);
+        camera.height *= 1.0 + rng.sym(0.12);
+        camera.roll_deg += rng.sym(spread * 0.2);
+        camera.focal *= 1.0 + rng.sym(0.08);
+        let (width, height) = FRAME_SIZES[rng.below(FRAME_SIZES.len())];
+        let variation = super::Variation {
+            noise: rng.range(0.0, 0.03),
+            blur_px: rng.range(0.0, 1.6),
+            exposure_stops: rng.range(0.1, 0.6),
+            piece_offset_m: if rng.unit() < 0.3 { 0.012 } else { 0.005 },
+            hall: rng.unit() < 0.7,
+            ..super::Variation::default()
+        };
+        let fen = random_training_fen(&mut rng)?;
+        let settings = SimSettings {
+            width,
+            height,
+            seed: rng.next_u64(),
+            camera,
+            variation,
+            shadow_map: 1024,
+            jpeg_artifacts: (rng.unit() < 0.7).then(|| 35 + rng.below(61) as u8),
+            ..SimSettings::default()
+        };
+        let placement = super::parse_table_fen(&fen)?;
+        let (scene, cam) = build_scene(&placement, &set, &settings)?;
+        let frame = render_scene(&scene, &cam, &settings);
+        let crops = match cut(&frame).and_then(|c| check_crops(&c).map(|_| c)) {
+            Ok(c) => c,
+            Err(_) => {
+                summary.skipped += 1;
+                continue;
+            }
+        };
+        let [sw, sh] = crops.square_size;
+        let [pw, ph] = crops.pocket_size;
+        write_all(&mut sq_bin, &crops.squares, &out.join("squares.u8"))?;
+        write_all(&mut pk_bin, &crops.pockets, &out.join("pockets.u8"))?;
+        let mut rows = String::new();
+        for (b, bt) in frame.truth.boards.iter().enumerate() {
+            for index in 0..64 {
+                let occ = bt.occluded.contains(&square_name(index)) as u8;
+                let _ = writeln!(
+                    rows,
+                    "{i},{b},{index},{},{occ},{sw},{sh}",
+                    label_of(bt.squares[index])
+                );
+            }
+        }
+        write_all(&mut sq_csv, rows.as_bytes(), &csv_path)?;
+        let mut rows = String::new();
+        for (b, bt) in frame.truth.boards.iter().enumerate() {
+            for (s, pt) in bt.pockets.iter().enumerate() {
+                let n = pocket_counts(&pt.pieces);
+                let _ = writeln!(
+                    rows,
+                    "{i},{},{},{},{},{},{},{pw},{ph}",
+                    b * 2 + s,
+                    n[0],
+                    n[1],
+                    n[2],
+                    n[3],
+                    n[4]
+                );
+            }
+        }
+        write_all(&mut pk_csv, rows.as_bytes(), &pk_path)?;
+        let _ = writeln!(
+            fr_csv,
+            "{i},{},{preset},{},{width},{height},\"{fen}\"",
+            settings.seed, set.name
+        );
+        summary.frames += 1;
+        summary.squares += 128;
+        summary.pockets += 4;
+    }
+    for w in [
+        &mut sq_bin,
+        &mut pk_bin,
+        &mut sq_csv,
+        &mut pk_csv,
+        &mut fr_csv,
+    ] {
+        w.flush().map_err(|e| SimError::Io(out.to_path_buf(), e))?;
+    }
+    Ok(summary)
+}
+
+fn patch_image(bytes: &[u8], size: [u32; 2], k: usize) -> Option<RgbImage> {
+    let n = (size[0] * size[1] * 3) as usize;
+    RgbImage::from_raw(size[0], size[1], bytes.get(k * n..(k + 1) * n)?.to_vec())
+}
+
+/// Writes evaluation sessions for `tandem eval squares`: one directory per table
+/// (`<preset>-<k>/`), each with `labels.csv` (`path,label,split`): the start-position frame's
+/// 128 crops as `adapt` rows and `options.positions` random positions on the same table (same
+/// scene seed: board, light, pose, piece set) as `test` rows. Occluded test squares go to
+/// `occluded.csv` (same columns) instead; pocket crops with their counts to `pockets.csv`
+/// (`path,P,N,B,R,Q,split`). `sessions.csv` at the top lists the sessions.
+pub fn export_sessions(
+    set: &PieceSet,
+    options: &SessionOptions,
+    cut: &mut CropCutter<'_>,
+    out: &Path,
+) -> Result<ExportSummary, SimError> {
+    create_dir(out)?;
+    let mut index = String::from("dir,camera,pieces,width,height,seed\n");
+    let mut summary = ExportSummary::default();
+    let root = SimRng::new(options.seed).fork(0x5E55);
+    for (pi, preset) in options.presets.iter().enumerate() {
+        for k in 0..options.sessions {
+            let mut rng = root.fork((pi * 10_000 + k) as u64);
+            let (width, height) = FRAME_SIZES[rng.below(FRAME_SIZES.len())];
+            let settings = SimSettings {
+                width,
+                height,
+                seed: rng.next_u64(),
+                camera: CameraConfig::preset(preset)?,
+                shadow_map: 1024,
+                jpeg_artifacts: (rng.unit() < 0.5).then(|| 50 + rng.below(46) as u8),
+                ..SimSettings::default()
+            };
+            let name = format!("{preset}-{k:02}");
+            let dir = out.join(&name);
+            create_dir(&dir.join("squares"))?;
+            create_dir(&dir.join("pockets"))?;
+            let mut labels = String::from("path,label,split\n");
+            let mut occluded = String::from("path,label,split\n");
+            let mut pockets = String::from("path,P,N,B,R,Q,split\n");
+            for pos in 0..=options.positions {
+                let fen = if pos == 0 {
+                    START_TABLE.to_string()
+                } else {
+                    random_training_fen(&mut rng)?
+                };
+                let split = if pos == 0 { "adapt" } else { "test" };
+                let placement = super::parse_table_fen(&fen)?;
+                let (scene, cam) = build_scene(&placement, set, &settings)?;
+                let frame = render_scene(&scene, &cam, &settings);
+                let crops = match cut(&frame).and_then(|c| check_crops(&c).map(|_| c)) {
+                    Ok(c) => c,
+                    Err(_) => {
+                        summary.skipped += 1;
+                        continue;
+                    }
+                };
+                for (b, bt) in frame.truth.boards.iter().enumerate() {
+                    let bn = if b == 0 { 'A' } else { 'B' };
+                    for i in 0..64 {
+                        let sqn = square_name(i);
+                        let rel = format!("squares/{pos:02}_{bn}_{sqn}.png");
+                        let img = patch_image(&crops.squares, crops.square_size, b * 64 + i)
+                            .ok_or_else(|| SimError::Image("square patch".into()))?;
+                        save_png(&img, &dir.join(&rel))?;
+                        let row = format!("{rel},{},{split}\n", label_of(bt.squares[i]));
+                        if split == "test" && bt.occluded.contains(&sqn) {
+                            occluded.push_str(&row);
+                        } else {
+                            labels.push_str(&row);
+                        }
+                        summary.squares += 1;
+                    }
+                    for (s, pt) in bt.pockets.iter().enumerate() {
+                        let side = if s == 0 { 'w' } else { 'b' };
+                        let rel = format!("pockets/{pos:02}_{bn}_{side}.png");
+                        let img = patch_image(&crops.pockets, crops.pocket_size, b * 2 + s)
+                            .ok_or_else(|| SimError::Image("pocket patch".into()))?;
+                        save_png(&img, &dir.join(&rel))?;
+                        let n = pocket_counts(&pt.pieces);
+                        let _ = writeln!(
+                            pockets,
+                            "{rel},{},{},{},{},{},{split}",
+                            n[0], n[1], n[2], n[3], n[4]
+                        );
+                        summary.pockets += 1;
+                    }
+                }
+                summary.frames += 1;
+            }
+            for (file, text) in [
+                ("labels.csv", &labels),
+                ("occluded.csv", &occluded),
+                ("pockets.csv", &pockets),
+            ] {
+                let p = dir.join(file);
+                std::fs::write(&p, text).map_err(|e| SimError::Io(p.clone(), e))?;
+            }
+            let _ = writeln!(
+                index,
+                "{name},{preset},{},{width},{height},{}",
+                set.name, settings.seed
+            );
+        }
+    }
+    let p = out.join("sessions.csv");
+    std::fs::write(&p, index).map_err(|e| SimError::Io(p.clone(), e))?;
+    Ok(summary)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,5 +852,118 @@ mod tests {
         assert_eq!(split_of("tripod"), "train");
         assert_eq!(split_of("oblique"), "val");
         assert_eq!(split_of("low-side"), "test");
+    }
+
+    #[test]
+    fn pocket_counts_count_roles_of_either_colour() {
+        assert_eq!(pocket_counts("PPnQ"), [2, 1, 0, 0, 1]);
+        assert_eq!(pocket_counts(""), [0; 5]);
+        assert_eq!(
+            pocket_counts("rrrbK"),
+            [0, 0, 1, 3, 0],
+            "kings are not counted"
+        );
+    }
+
+    #[test]
+    fn board_fen_writes_what_the_parser_reads() {
+        let mut squares = [None; 64];
+        squares[0] = Some('R');
+        squares[12] = Some('P');
+        squares[63] = Some('k');
+        let fen = board_fen(&squares, "PPq");
+        let t = super::super::parse_table_fen(&format!("{fen} | {fen}")).unwrap();
+        let b = &t.boards[0];
+        assert_eq!(b.squares[0].map(|p| p.fen_char()), Some('R'));
+        assert_eq!(b.squares[12].map(|p| p.fen_char()), Some('P'));
+        assert_eq!(b.squares[63].map(|p| p.fen_char()), Some('k'));
+        assert_eq!(b.squares.iter().flatten().count(), 3);
+        let pocket: String = b.pocket.iter().map(|p| p.fen_char()).collect();
+        assert_eq!(pocket_counts(&pocket), [2, 0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn training_tables_parse_and_cover_full_pockets_and_the_start() {
+        let mut rng = SimRng::new(11);
+        let (mut start, mut max_role, mut scattered) = (0, 0, 0);
+        for _ in 0..300 {
+            let fen = random_training_fen(&mut rng).unwrap();
+            let t = super::super::parse_table_fen(&fen).unwrap();
+            if fen == START_TABLE {
+                start += 1;
+            }
+            for b in &t.boards {
+                for side in [super::super::Side::White, super::super::Side::Black] {
+                    let p: String = b.pocket_of(side).iter().map(|p| p.fen_char()).collect();
+                    let n = pocket_counts(&p);
+                    assert!(n.iter().all(|&k| k <= 8), "{fen}");
+                    max_role = max_role.max(*n.iter().max().unwrap());
+                }
+                // A pawn on a back rank only comes from the scatter tables.
+                if [0, 56].iter().any(|&r| {
+                    (r..r + 8).any(|i| {
+                        b.squares[i].is_some_and(|p| p.kind == super::super::PieceKind::Pawn)
+                    })
+                }) {
+                    scattered += 1;
+                }
+            }
+        }
+        assert!(start > 10, "start position drawn {start} times");
+        assert_eq!(max_role, 8, "some pocket holds 8 of a role");
+        assert!(scattered > 10, "pieces on odd squares: {scattered}");
+    }
+
+    #[test]
+    fn varied_sets_change_shapes_deterministically() {
+        let base = PieceSet::builtin();
+        let a = varied_set(&base, &mut SimRng::new(3));
+        let b = varied_set(&base, &mut SimRng::new(3));
+        let c = varied_set(&base, &mut SimRng::new(4));
+        assert_eq!(a.meshes[0].positions, b.meshes[0].positions);
+        assert_ne!(a.meshes[0].positions, base.meshes[0].positions);
+        assert_ne!(a.meshes[0].positions, c.meshes[0].positions);
+        assert_eq!(a.meshes[5].triangles, base.meshes[5].triangles);
+    }
+
+    #[test]
+    fn training_export_writes_one_row_per_patch_and_skips_refused_frames() {
+        let dir = std::env::temp_dir().join(format!("tandem-vmodel-train-{}", std::process::id()));
+        let mut calls = 0;
+        let mut cut = |f: &super::super::Frame| -> Result<FrameCrops, String> {
+            calls += 1;
+            if calls == 2 {
+                return Err("out of view".into());
+            }
+            // A fake cutter: patch k is filled with k, so rows and bytes can be matched.
+            let mut squares = Vec::new();
+            for k in 0..128u8 {
+                squares.extend(std::iter::repeat_n(k, 4 * 2 * 3));
+            }
+            assert!(f.image.width() >= 640);
+            Ok(FrameCrops {
+                square_size: [4, 2],
+                squares,
+                pocket_size: [2, 2],
+                pockets: vec![9; 4 * 2 * 2 * 3],
+            })
+        };
+        let opts = TrainingOptions {
+            frames: 3,
+            seed: 1,
+            ..TrainingOptions::default()
+        };
+        let s = export_training(&[PieceSet::builtin()], &opts, &mut cut, &dir).unwrap();
+        assert_eq!((s.frames, s.skipped, s.squares, s.pockets), (2, 1, 256, 8));
+        let bytes = std::fs::read(dir.join("squares.u8")).unwrap();
+        assert_eq!(bytes.len(), 256 * 24);
+        assert_eq!(bytes[24 * 130], 2, "second frame's third patch");
+        let csv = std::fs::read_to_string(dir.join("squares.csv")).unwrap();
+        let rows: Vec<&str> = csv.lines().skip(1).collect();
+        assert_eq!(rows.len(), 256);
+        assert!(rows[130].starts_with("2,0,2,"), "{}", rows[130]);
+        let pockets = std::fs::read_to_string(dir.join("pockets.csv")).unwrap();
+        assert_eq!(pockets.lines().count(), 1 + 8);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,0 +1,153 @@
+"""Data loading, augmentation and ONNX export shared by the square and pocket trainers."""
+
+import csv
+import math
+import os
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def load_patches(dirs, kind, h, w):
+    """Concatenates `<dir>/<kind>.u8` (raw RGB patches) and their CSV rows over `dirs`."""
+    arrays, rows = [], []
+    for d in dirs:
+        r = read_csv(os.path.join(d, f"{kind}.csv"))
+        a = np.fromfile(os.path.join(d, f"{kind}.u8"), dtype=np.uint8)
+        n = len(r)
+        if a.size != n * h * w * 3:
+            # A generator still running: keep the complete patches only.
+            n = min(n, a.size // (h * w * 3))
+            r = r[:n]
+            a = a[: n * h * w * 3]
+        for row in r:
+            row["dir"] = d
+        arrays.append(a.reshape(n, h, w, 3))
+        rows.extend(r)
+    return np.concatenate(arrays), rows
+
+
+def to_tensor(batch_u8):
+    """uint8 NHWC -> float32 NCHW in 0..1 (the models' input convention: byte / 255)."""
+    return torch.from_numpy(batch_u8).permute(0, 3, 1, 2).float().div_(255.0)
+
+
+def augment(x, strength=1.0, flip=True, max_shift=0.06):
+    """Set-level photometric and small geometric variation, batch-wise on CPU tensors.
+
+    Keeps the light/dark order of colours (white pieces stay lighter than black ones): gains,
+    gamma, contrast, desaturation, channel permutation, noise and blur, a small shift/scale.
+    """
+    n = x.shape[0]
+    dev = x.device
+    # Geometry: small scale and shift, optional mirror (no piece is chiral enough to matter).
+    s = 1.0 + (torch.rand(n, device=dev) - 0.5) * 0.16 * strength
+    tx = (torch.rand(n, device=dev) - 0.5) * 2 * max_shift * strength
+    ty = (torch.rand(n, device=dev) - 0.5) * 2 * max_shift * strength
+    sx = s * torch.where(torch.rand(n, device=dev) < 0.5, -1.0, 1.0) if flip else s
+    theta = torch.zeros(n, 2, 3, device=dev)
+    theta[:, 0, 0] = sx
+    theta[:, 1, 1] = s
+    theta[:, 0, 2] = tx
+    theta[:, 1, 2] = ty
+    grid = F.affine_grid(theta, x.shape, align_corners=False)
+    x = F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    # Colour: channel permutation for a third, desaturation for a fifth.
+    perm = torch.rand(n, device=dev) < 0.33 * strength
+    if perm.any():
+        idx = torch.stack([torch.randperm(3) for _ in range(int(perm.sum()))])
+        xp = x[perm]
+        x[perm] = torch.gather(xp, 1, idx[:, :, None, None].expand_as(xp))
+    grey = torch.rand(n, device=dev) < 0.2 * strength
+    if grey.any():
+        g = x[grey].mean(1, keepdim=True)
+        x[grey] = g.expand(-1, 3, -1, -1).clone()
+    gain = 1.0 + (torch.rand(n, 3, 1, 1, device=dev) - 0.5) * 0.5 * strength
+    bright = 1.0 + (torch.rand(n, 1, 1, 1, device=dev) - 0.5) * 0.8 * strength
+    x = x * gain * bright
+    mean = x.mean((1, 2, 3), keepdim=True)
+    contrast = 1.0 + (torch.rand(n, 1, 1, 1, device=dev) - 0.5) * 0.6 * strength
+    x = (x - mean) * contrast + mean
+    x = x.clamp(0, 1)
+    gamma = torch.exp((torch.rand(n, 1, 1, 1, device=dev) - 0.5) * 0.6 * strength)
+    x = x.clamp_min(1e-4) ** gamma
+    # Blur for some, then noise.
+    blur = torch.rand(n, device=dev) < 0.3 * strength
+    if blur.any():
+        k = torch.tensor([1.0, 2.0, 1.0], device=dev)
+        k = (k[:, None] * k[None, :]) / 16.0
+        xb = F.conv2d(F.pad(x[blur], (1, 1, 1, 1), mode="replicate"), k.expand(3, 1, 3, 3), groups=3)
+        x[blur] = xb
+    sigma = torch.rand(n, 1, 1, 1, device=dev) * 0.03 * strength
+    x = x + torch.randn_like(x) * sigma
+    return x.clamp(0, 1)
+
+
+class Schedule:
+    """Warm-up, then a cosine learning rate over a wall-clock budget: on a shared 2-core machine
+    the throughput changes during a run, so the schedule follows elapsed time, not steps."""
+
+    def __init__(self, opt, lr, minutes, warmup_steps=100):
+        self.opt, self.lr, self.budget = opt, lr, minutes * 60.0
+        self.warmup = warmup_steps
+        self.t0 = time.time()
+        self.step_no = 0
+
+    def step(self):
+        self.step_no += 1
+        frac = (time.time() - self.t0) / self.budget
+        if self.step_no < self.warmup:
+            f = self.step_no / self.warmup
+        else:
+            f = 0.5 * (1 + math.cos(math.pi * min(1.0, frac)))
+        for g in self.opt.param_groups:
+            g["lr"] = self.lr * max(f, 0.01)
+        return frac >= 1.0
+
+
+def export_onnx(model, example, path, input_name, output_names):
+    """Exports with a dynamic batch (opset 17) and checks onnxruntime against torch."""
+    model.eval()
+    dyn = {input_name: {0: "N"}}
+    for o in output_names:
+        dyn[o] = {0: "N"}
+    torch.onnx.export(model, example, path, input_names=[input_name], output_names=output_names,
+                      opset_version=17, dynamic_axes=dyn, dynamo=False)
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    with torch.no_grad():
+        ref = model(example)
+    ref = ref if isinstance(ref, tuple) else (ref,)
+    got = sess.run(output_names, {input_name: example.numpy()})
+    worst = max(float(np.abs(r.numpy() - g).max()) for r, g in zip(ref, got))
+    if worst > 1e-3:
+        raise SystemExit(f"onnxruntime and torch disagree on {path}: max |diff| {worst}")
+    return worst
+
+
+def ort_median_ms(path, input_name, shape, threads=2, runs=200):
+    """Median and 10th-percentile time of one batch in onnxruntime with `threads` intra-op threads."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    x = np.random.rand(*shape).astype(np.float32)
+    for _ in range(20):
+        sess.run(None, {input_name: x})
+    ts = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        sess.run(None, {input_name: x})
+        ts.append(time.perf_counter() - t)
+    ts = np.array(ts) * 1e3
+    return float(np.median(ts)), float(np.percentile(ts, 10))
