@@ -271,3 +271,88 @@ fn eval_squares_reports_json_from_rendered_patches() {
         .sum();
     assert_eq!(rows, 128);
 }
+
+/// The committed models on a table they never saw: the held-out piece set `elements` (when
+/// installed, else skipped with a note) under the held-out camera preset `low-side`. Adapt on
+/// the start position, then read two other positions on the same table; count unoccluded
+/// squares right.
+#[test]
+fn committed_models_adapt_to_an_unseen_piece_set_at_a_held_out_pose() {
+    use tandem_monitor::engine::BoardId;
+    use tandem_monitor::vision::{FrameReader, ReaderConfig};
+
+    let elements = Path::new("/usr/share/games/dreamchess/pieces/elements");
+    if !elements.join("pawn.dcm").exists() {
+        eprintln!("skipped: dreamchess-data (elements set) is not installed");
+        return;
+    }
+    let pieces = PieceSet::load(elements).unwrap();
+    let settings = SimSettings {
+        width: 960,
+        height: 540,
+        seed: 7,
+        camera: CameraConfig::preset("low-side").unwrap(),
+        shadow_map: 1024,
+        ..SimSettings::default()
+    };
+    let start = sim::render_table(START, &pieces, &settings).unwrap();
+    let corners = [0, 1].map(|b| {
+        start.truth.boards[b]
+            .corners
+            .map(|p| [p[0] as f64, p[1] as f64])
+    });
+    let cal = Calibration::manual(
+        "held-out",
+        (start.image.width(), start.image.height()),
+        corners,
+        Some(&start.image),
+        &CalibrationConfig::default(),
+    )
+    .unwrap();
+    let mut reader = FrameReader::new(&cal, &ReaderConfig::default()).unwrap();
+    reader.read(&start.image).unwrap();
+    reader.adapt_start_from_last().unwrap();
+    let positions = [
+        "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R | \
+         rnbqk2r/ppp1bppp/4pn2/3p4/2PP4/2N2N2/PP2PPPP/R1BQKB1R",
+        "2kr3r/ppp2ppp/2n1bn2/2b1p3/4P3/2NP1N2/PPP1BPPP/R1B2RK1 | \
+         r4rk1/pp2qppp/2nbbn2/3p4/3P4/2NBPN2/PPQ2PPP/R1B2RK1",
+    ];
+    let (mut right, mut right_plain, mut total) = (0usize, 0usize, 0usize);
+    for fen in positions {
+        let frame = sim::render_table(fen, &pieces, &settings).unwrap();
+        reader.read(&frame.image).unwrap();
+        let reading = reader.reading();
+        let plain = reader.classifier().network_probabilities();
+        for (b, id) in [BoardId::A, BoardId::B].into_iter().enumerate() {
+            let truth = &frame.truth.boards[b];
+            let labels = reading.labels(id);
+            for i in 0..64 {
+                let name = tandem_monitor::sim::fen::square_name(i);
+                if truth.occluded.contains(&name) {
+                    continue;
+                }
+                let want = truth.squares[i].map_or('.', |c| c);
+                total += 1;
+                right += usize::from(labels[i].0.char() == want);
+                let p = &plain[b * 64 + i];
+                let best = (0..13).max_by(|&x, &y| p[x].total_cmp(&p[y])).unwrap();
+                let plain_label = tandem_monitor::tracker::SquareClass::ALL[best].char();
+                right_plain += usize::from(plain_label == want);
+            }
+        }
+    }
+    let acc = right as f64 / total as f64;
+    let plain = right_plain as f64 / total as f64;
+    eprintln!("held-out: {right}/{total} = {acc:.4} after adaptation, {plain:.4} network alone");
+    // low-side hides many squares behind pieces: 207 of 256 are unoccluded here.
+    assert!(total > 150, "{total} unoccluded squares");
+    // Measured with the first committed models (run 1): 162/207 = 0.7826 after adaptation,
+    // 0.4783 for the network alone. The floor sits below that so that it catches a broken
+    // pipeline, not noise; raise it with better models.
+    assert!(acc >= 0.70, "accuracy {acc:.4} after adaptation");
+    assert!(
+        acc > plain,
+        "adaptation {acc:.4} vs network alone {plain:.4}"
+    );
+}

@@ -138,11 +138,11 @@ impl Default for ClassifierConfig {
             model: None,
             threads: 2,
             spinning: false,
-            mix: 0.8,
-            temperature: 0.05,
-            neighbours: 3,
+            mix: 0.9,
+            temperature: 0.02,
+            neighbours: 1,
             bank_per_class: 64,
-            fit_mixture: true,
+            fit_mixture: false,
         }
     }
 }
@@ -981,7 +981,7 @@ mod tests {
         }
         let t: ClassifierConfig = toml::from_str("mix = 0.5").unwrap();
         assert_eq!(t.mix, 0.5);
-        assert_eq!(t.neighbours, 3);
+        assert_eq!(t.neighbours, ClassifierConfig::default().neighbours);
         assert!(toml::from_str::<ClassifierConfig>("mixx = 0.5").is_err());
     }
 
