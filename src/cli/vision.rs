@@ -294,9 +294,10 @@ pub struct SquaresArgs {
     /// Samples per class averaged into its similarity.
     #[arg(long)]
     neighbours: Option<usize>,
-    /// Keep --mix and --temperature instead of fitting them per session on the adapt rows.
+    /// Fit --mix and --temperature per session on the adapt rows (leave-one-out) instead of
+    /// using them as given.
     #[arg(long)]
-    no_fit: bool,
+    fit: bool,
 }
 
 pub fn eval_squares(args: SquaresArgs) -> anyhow::Result<()> {
@@ -310,7 +311,7 @@ pub fn eval_squares(args: SquaresArgs) -> anyhow::Result<()> {
     config.mix = args.mix.unwrap_or(config.mix);
     config.temperature = args.temperature.unwrap_or(config.temperature);
     config.neighbours = args.neighbours.unwrap_or(config.neighbours);
-    config.fit_mixture = !args.no_fit;
+    config.fit_mixture = args.fit;
     let mut classifier = SquareClassifier::load(&config)?;
     let report = evaluate_squares(&mut classifier, &args.dataset)?;
     if args.json {
