@@ -16,6 +16,8 @@ pub enum EvalCommand {
     TrackerSim(TrackerSimArgs),
     /// Adapt the square classifier on a labelled set's `adapt` rows and score its `test` rows.
     Squares(super::vision::SquaresArgs),
+    /// Count the pocket patches of a labelled set (pockets.csv) and score exact counts.
+    Pockets(super::vision::PocketsArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -64,6 +66,7 @@ pub fn eval(cmd: EvalCommand) -> anyhow::Result<()> {
     match cmd {
         EvalCommand::TrackerSim(args) => tracker_sim(args),
         EvalCommand::Squares(args) => super::vision::eval_squares(args),
+        EvalCommand::Pockets(args) => super::vision::eval_pockets(args),
     }
 }
 

@@ -9,10 +9,10 @@ use anyhow::Context;
 use tandem_monitor::engine::BoardId;
 use tandem_monitor::sim::fen::square_name;
 use tandem_monitor::tracker::SquareClass;
-use tandem_monitor::vision::evaluate::{class_label, evaluate_squares};
+use tandem_monitor::vision::evaluate::{class_label, evaluate_pockets, evaluate_squares};
 use tandem_monitor::vision::{
     self, Calibration, CalibrationConfig, CalibrationError, ClassifierConfig, FrameReader,
-    ReaderConfig, SquareClassifier,
+    PocketConfig, PocketReader, ReaderConfig, SquareClassifier,
 };
 
 #[derive(Debug, clap::Args)]
@@ -328,6 +328,38 @@ pub fn eval_squares(args: SquaresArgs) -> anyhow::Result<()> {
         for e in report.errors.iter().take(5) {
             println!("  {} read as {}: {}", e.truth, e.predicted, e.count);
         }
+    }
+    Ok(())
+}
+
+/// `tandem eval pockets`: count every pocket patch of a labelled set and compare.
+#[derive(Debug, clap::Args)]
+pub struct PocketsArgs {
+    /// A directory with pockets.csv (path,P,N,B,R,Q,split), or a parent of such directories.
+    #[arg(long)]
+    dataset: PathBuf,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// The pocket model (default: models/pockets.onnx).
+    #[arg(long)]
+    model: Option<PathBuf>,
+}
+
+pub fn eval_pockets(args: PocketsArgs) -> anyhow::Result<()> {
+    let config = PocketConfig {
+        model: args.model,
+        ..PocketConfig::default()
+    };
+    let mut reader = PocketReader::load(&config)?;
+    let report = evaluate_pockets(&mut reader, &args.dataset)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "{} pocket(s) in {} session(s): {} exactly right ({:.4})",
+            report.pockets, report.sessions, report.exact, report.exact_fraction
+        );
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ use image::imageops::FilterType;
 use serde::Serialize;
 
 use super::classify::{MixtureFit, SquareClassifier, VisionModelError};
+use super::pockets::{PocketReader, ZoneCount};
 use crate::tracker::SquareClass;
 
 /// Why an evaluation set could not be read.
@@ -419,11 +420,172 @@ pub fn evaluate_squares(
     })
 }
 
+/// The report of `tandem eval pockets`: every row of every `pockets.csv` (no adaptation).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PocketsReport {
+    pub dataset: String,
+    pub sessions: usize,
+    pub pockets: usize,
+    /// Pockets with all five role counts right.
+    pub exact: usize,
+    pub exact_fraction: f64,
+    /// Per role (`P N B R Q`): fraction of pockets with that role's count right.
+    pub per_role: BTreeMap<String, f64>,
+}
+
+/// Reads `dir/pockets.csv` (`path,P,N,B,R,Q,split`): (path, counts).
+pub fn read_pocket_labels(dir: &Path) -> Result<Vec<(PathBuf, [u8; 5])>, EvalSetError> {
+    let path = dir.join("pockets.csv");
+    let text = std::fs::read_to_string(&path).map_err(|e| EvalSetError::Io {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    let row_error = |line: usize, reason: String| EvalSetError::Row {
+        path: path.clone(),
+        line,
+        reason,
+    };
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, header) = lines
+        .next()
+        .ok_or_else(|| row_error(1, "empty file, expected path,P,N,B,R,Q,split".into()))?;
+    let header = csv_fields(header.trim_start_matches('\u{feff}')).map_err(|e| row_error(1, e))?;
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| h.trim() == name)
+            .ok_or_else(|| row_error(1, format!("header lacks column `{name}`")))
+    };
+    let pc = col("path")?;
+    let roles = [col("P")?, col("N")?, col("B")?, col("R")?, col("Q")?];
+    let mut rows = Vec::new();
+    for (i, line) in lines {
+        let n = i + 1;
+        let f = csv_fields(line.trim_end_matches('\r')).map_err(|e| row_error(n, e))?;
+        let get = |c: usize| {
+            f.get(c)
+                .map(|s| s.trim())
+                .ok_or_else(|| row_error(n, format!("{} fields, need {}", f.len(), header.len())))
+        };
+        let mut counts = [0u8; 5];
+        for (k, &c) in roles.iter().enumerate() {
+            let v = get(c)?;
+            counts[k] = v
+                .parse::<u8>()
+                .ok()
+                .filter(|&x| x <= 8)
+                .ok_or_else(|| row_error(n, format!("count `{v}` is not 0..=8")))?;
+        }
+        rows.push((PathBuf::from(get(pc)?), counts));
+    }
+    Ok(rows)
+}
+
+/// Evaluates `reader` on every `pockets.csv` under `dir` (a session or a parent of sessions).
+pub fn evaluate_pockets(
+    reader: &mut PocketReader,
+    dir: &Path,
+) -> Result<PocketsReport, EvalSetError> {
+    let mut sets: Vec<PathBuf> = if dir.join("pockets.csv").is_file() {
+        vec![dir.to_path_buf()]
+    } else {
+        std::fs::read_dir(dir)
+            .map_err(|e| EvalSetError::Io {
+                path: dir.to_path_buf(),
+                reason: e.to_string(),
+            })?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("pockets.csv").is_file())
+            .collect()
+    };
+    sets.sort();
+    if sets.is_empty() {
+        return Err(EvalSetError::NoSets(dir.to_path_buf()));
+    }
+    let (w, h) = reader.patch_size();
+    let (mut pockets, mut exact, mut role_right) = (0usize, 0usize, [0usize; 5]);
+    let mut patches = Vec::new();
+    for set in &sets {
+        let rows = read_pocket_labels(set)?;
+        for chunk in rows.chunks(16) {
+            patches.clear();
+            for (p, _) in chunk {
+                load_patch(&set.join(p), w, h, &mut patches)?;
+            }
+            let mut zones = vec![ZoneCount::default(); chunk.len()];
+            reader.read_patches(&patches, &mut zones)?;
+            for ((_, truth), z) in chunk.iter().zip(&zones) {
+                pockets += 1;
+                exact += usize::from(z.counts == *truth);
+                for r in 0..5 {
+                    role_right[r] += usize::from(z.counts[r] == truth[r]);
+                }
+            }
+        }
+    }
+    let frac = |n: usize| {
+        if pockets == 0 {
+            0.0
+        } else {
+            n as f64 / pockets as f64
+        }
+    };
+    Ok(PocketsReport {
+        dataset: dir.display().to_string(),
+        sessions: sets.len(),
+        pockets,
+        exact,
+        exact_fraction: frac(exact),
+        per_role: ["P", "N", "B", "R", "Q"]
+            .iter()
+            .zip(role_right)
+            .map(|(r, n)| (r.to_string(), frac(n)))
+            .collect(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::vision::classify::ClassifierConfig;
     use image::{Rgb, RgbImage};
+
+    #[test]
+    fn pocket_counts_are_scored_exactly() {
+        // The pocket fixture reads 8 for role r when channel r % 3 is bright, else 0.
+        let d = tempfile::tempdir().unwrap();
+        RgbImage::from_pixel(96, 128, Rgb([250, 0, 0]))
+            .save(d.path().join("red.png"))
+            .unwrap();
+        RgbImage::from_pixel(50, 50, Rgb([0, 0, 0]))
+            .save(d.path().join("black.png"))
+            .unwrap();
+        write(
+            d.path(),
+            "pockets.csv",
+            "path,P,N,B,R,Q,split\nred.png,8,0,0,8,0,test\nblack.png,0,0,0,0,1,test\n",
+        );
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vision/pockets-fixture.onnx");
+        let mut reader =
+            PocketReader::from_path(&fixture, &crate::vision::PocketConfig::default()).unwrap();
+        let r = evaluate_pockets(&mut reader, d.path()).unwrap();
+        assert_eq!((r.pockets, r.exact), (2, 1));
+        assert_eq!(r.per_role["P"], 1.0);
+        assert_eq!(r.per_role["Q"], 0.5);
+        write(
+            d.path(),
+            "pockets.csv",
+            "path,P,N,B,R,Q,split\nred.png,9,0,0,8,0,test\n",
+        );
+        let e = evaluate_pockets(&mut reader, d.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2") && e.contains("0..=8"), "{e}");
+    }
 
     #[test]
     fn labels_round_trip() {
