@@ -257,7 +257,8 @@ fn debug_one() {
     for l in &ls {
         println!("lattice {} pts rms {:.3}", l.points.len(), l.rms);
     }
-    for b in tandem_monitor::vision::detect::find_boards(&g) {
+    let lin = tandem_monitor::vision::detect::lines::linear_luminance(&frame.image);
+    for b in tandem_monitor::vision::detect::find_boards(&g, &lin) {
         println!("board {:?}", b);
     }
     for t in &frame.truth.boards {

@@ -12,6 +12,8 @@ use image::RgbImage;
 
 use super::geometry::{Homography, Point, signed_area};
 
+pub mod lines;
+
 /// A luminance image in 0..255 (sRGB-encoded, Rec. 709 weights), row-major.
 #[derive(Clone, Debug)]
 pub struct Gray {
@@ -645,6 +647,9 @@ pub struct FoundBoard {
     pub corners: [Point; 4],
     pub lattice_points: usize,
     pub rms: f64,
+    /// Board (u, v) → undistorted pixel under the frame's lens; with the X-corners as
+    /// (board coordinates, pixel).
+    pub fit: lines::BoardFit,
 }
 
 /// Chooses the 8×8 extent of a lattice (the offset whose outer lines show the strongest
@@ -698,12 +703,26 @@ pub fn board_from_lattice(g: &Gray, l: &Lattice, lens: &Lens) -> Option<FoundBoa
     {
         return None;
     }
-    let corners = local_corners(l, &off, transposed, lens).unwrap_or(coarse);
+    let xcorners: Vec<(Point, Point)> = l
+        .points
+        .iter()
+        .map(|(c, p)| {
+            let (u, v) = ((c[0] - off[0]) as f64, (c[1] - off[1]) as f64);
+            (if transposed { [v, u] } else { [u, v] }, *p)
+        })
+        .collect();
+    let (src, dst): (Vec<Point>, Vec<Point>) = xcorners
+        .iter()
+        .map(|(b, p)| (*b, lens.undistort(*p)))
+        .unzip();
+    let h_und = Homography::fit(&src, &dst)?;
+    let corners = corners_of(&h_und, lens).unwrap_or(coarse);
     let _ = g;
     Some(FoundBoard {
         corners,
         lattice_points: l.points.len(),
         rms: l.rms,
+        fit: lines::BoardFit { h: h_und, xcorners },
     })
 }
 
@@ -783,18 +802,9 @@ impl Lens {
     }
 }
 
-/// The outer corners from a homography fitted to the undistorted interior corners, mapped
-/// back through the lens. `None` when the fit fails.
-fn local_corners(l: &Lattice, off: &[i32; 2], transposed: bool, lens: &Lens) -> Option<[Point; 4]> {
-    let (src, dst): (Vec<Point>, Vec<Point>) = l
-        .points
-        .iter()
-        .map(|(c, p)| {
-            let (u, v) = ((c[0] - off[0]) as f64, (c[1] - off[1]) as f64);
-            (if transposed { [v, u] } else { [u, v] }, lens.undistort(*p))
-        })
-        .unzip();
-    let h = Homography::fit(&src, &dst)?;
+/// The outer corners of a board whose undistorted homography is `h`, mapped back through
+/// the lens. `None` when a corner is not finite.
+fn corners_of(h: &Homography, lens: &Lens) -> Option<[Point; 4]> {
     let out = [[0.0, 0.0], [8.0, 0.0], [8.0, 8.0], [0.0, 8.0]].map(|c| lens.distort(h.map(c)));
     out.iter()
         .all(|p| p[0].is_finite() && p[1].is_finite())
@@ -802,7 +812,7 @@ fn local_corners(l: &Lattice, off: &[i32; 2], transposed: bool, lens: &Lens) -> 
 }
 
 /// Every board candidate in the frame, largest (image area) first.
-pub fn find_boards(g: &Gray) -> Vec<FoundBoard> {
+pub fn find_boards(g: &Gray, lin: &Gray) -> Vec<FoundBoard> {
     let corners = x_corners(g);
     let lattices = find_lattices(g, &corners, 12);
     let lens = Lens::estimate(&lattices, g.width, g.height);
@@ -815,5 +825,18 @@ pub fn find_boards(g: &Gray) -> Vec<FoundBoard> {
             .abs()
             .total_cmp(&signed_area(&a.corners).abs())
     });
+    // The two largest (this table's boards): whole-line refinement with a joint lens.
+    if std::env::var_os("TANDEM_NO_LINES").is_none() {
+        let n = boards.len().min(2);
+        let mut fits: Vec<lines::BoardFit> = boards[..n].iter().map(|b| b.fit.clone()).collect();
+        let f2 = (0.8 * g.width as f64).powi(2);
+        let lens = lines::refine(lin, &mut fits, lens, f2);
+        for (b, f) in boards.iter_mut().zip(fits) {
+            if let Some(c) = corners_of(&f.h, &lens) {
+                b.corners = c;
+            }
+            b.fit = f;
+        }
+    }
     boards
 }

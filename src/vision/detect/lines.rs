@@ -1,0 +1,496 @@
+//! Whole-line refinement of a board's homography and the lens: the square edges along every
+//! grid line (and the playing area's outer edge where it is visible) are located sub-pixel in
+//! linear light at hundreds of places, and one weighted least-squares fit of all lines and
+//! X-corners gives the homography. The noise of a corner then falls with the square root of
+//! the edge samples instead of being magnified by extrapolating a few X-corners.
+//!
+//! Each sample's profile is taken across the predicted line; it is kept only when the levels
+//! on both sides are the expected square colours (a piece in front of the edge changes them).
+//! Interior lines alternate in polarity along their length, so any residual bias of the step
+//! location (a non-linear tone curve) cancels between neighbouring segments.
+
+use crate::vision::geometry::{Homography, Point, smallest_eigenvector};
+
+use super::{Gray, Lens};
+
+/// One located edge point: on board line `axis = c` (axis 0: u = c, a file line; axis 1:
+/// v = c, a rank line), at pixel `p` of the distorted image.
+#[derive(Clone, Copy, Debug)]
+pub struct EdgeSample {
+    pub axis: usize,
+    pub c: f64,
+    pub p: Point,
+    /// Relative weight in the fit (X-corners count more than one edge sample).
+    pub weight: f64,
+}
+
+/// Linear-light luminance (0..1) of an sRGB frame, where a blurred step edge crosses the
+/// mean of its two levels at the true edge.
+pub fn linear_luminance(img: &image::RgbImage) -> Gray {
+    let lut: Vec<f32> = (0..256)
+        .map(|i| {
+            let c = i as f32 / 255.0;
+            if c <= 0.04045 {
+                c / 12.92
+            } else {
+                ((c + 0.055) / 1.055).powf(2.4)
+            }
+        })
+        .collect();
+    let data = img
+        .pixels()
+        .map(|p| {
+            0.2126 * lut[p[0] as usize] + 0.7152 * lut[p[1] as usize] + 0.0722 * lut[p[2] as usize]
+        })
+        .collect();
+    Gray {
+        width: img.width() as usize,
+        height: img.height() as usize,
+        data,
+    }
+}
+
+/// Median luminance of squares with even and odd (u + v), each from four samples near the
+/// square's corners (pieces stand in the middle).
+fn square_levels(lin: &Gray, h: &Homography, lens: &Lens) -> Option<[f32; 2]> {
+    let mut v: [Vec<f32>; 2] = [Vec::new(), Vec::new()];
+    for r in 0..8 {
+        for f in 0..8 {
+            let mut s: Vec<f32> = [(0.15, 0.15), (0.85, 0.15), (0.15, 0.85), (0.85, 0.85)]
+                .iter()
+                .filter_map(|&(a, b)| {
+                    let p = lens.distort(h.map([f as f64 + a, r as f64 + b]));
+                    lin.contains(p, 1.0).then(|| lin.sample(p))
+                })
+                .collect();
+            if s.len() == 4 {
+                s.sort_by(|a, b| a.total_cmp(b));
+                v[(f + r) % 2].push(0.5 * (s[1] + s[2]));
+            }
+        }
+    }
+    let med = |v: &mut Vec<f32>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v.get(v.len() / 2).copied()
+    };
+    Some([med(&mut v[0])?, med(&mut v[1])?])
+}
+
+/// A profile across a predicted line: the two side levels and the step location.
+struct Profile {
+    minus: f32,
+    plus: f32,
+    /// Pixel of the level crossing, `None` when there is not exactly one.
+    at: Option<Point>,
+}
+
+fn profile(lin: &Gray, q: Point, n: Point, half: f64) -> Option<Profile> {
+    if !lin.contains([q[0] - n[0] * half, q[1] - n[1] * half], 1.0)
+        || !lin.contains([q[0] + n[0] * half, q[1] + n[1] * half], 1.0)
+    {
+        return None;
+    }
+    const STEP: f64 = 0.5;
+    let k = (half / STEP).floor() as i32;
+    let vals: Vec<(f64, f32)> = (-k..=k)
+        .map(|i| {
+            let s = i as f64 * STEP;
+            (s, lin.sample([q[0] + n[0] * s, q[1] + n[1] * s]))
+        })
+        .collect();
+    let side = |lo: f64, hi: f64| {
+        let sel: Vec<f32> = vals
+            .iter()
+            .filter(|(s, _)| *s >= lo && *s <= hi)
+            .map(|(_, v)| *v)
+            .collect();
+        sel.iter().sum::<f32>() / sel.len().max(1) as f32
+    };
+    let edge = half * 0.5;
+    let minus = side(-half, -edge);
+    let plus = side(edge, half);
+    let mid = 0.5 * (minus + plus);
+    let mut crossings = vals
+        .windows(2)
+        .filter(|w| w[0].0 > -edge - 1e-9 && w[1].0 < edge + 1e-9)
+        .filter(|w| (w[0].1 - mid) * (w[1].1 - mid) < 0.0 || w[1].1 == mid);
+    let at = match (crossings.next(), crossings.next()) {
+        (Some(w), None) => {
+            let (s0, v0, s1, v1) = (w[0].0, w[0].1 as f64, w[1].0, w[1].1 as f64);
+            let t = if (v1 - v0).abs() < 1e-12 {
+                0.5
+            } else {
+                (mid as f64 - v0) / (v1 - v0)
+            };
+            let s = s0 + t * (s1 - s0);
+            Some([q[0] + n[0] * s, q[1] + n[1] * s])
+        }
+        _ => None,
+    };
+    Some(Profile { minus, plus, at })
+}
+
+/// Edge samples along every grid line of a board whose undistorted homography is `h`
+/// (board (u, v) → undistorted pixel), including the outer edge where the frame differs.
+pub fn edge_samples(lin: &Gray, h: &Homography, lens: &Lens) -> Vec<EdgeSample> {
+    let Some(levels) = square_levels(lin, h, lens) else {
+        return Vec::new();
+    };
+    let contrast = (levels[0] - levels[1]).abs();
+    if contrast < 0.02 {
+        return Vec::new();
+    }
+    let colour = |f: i32, r: i32| -> Option<f32> {
+        ((0..8).contains(&f) && (0..8).contains(&r)).then(|| levels[((f + r) % 2) as usize])
+    };
+    let mut out = Vec::new();
+    for axis in 0..2 {
+        for c in 0..=8i32 {
+            let outer = c == 0 || c == 8;
+            // Outer edge: (inside level, outside level, sample) candidates, filtered below.
+            let mut outer_cand: Vec<(f32, f32, Point)> = Vec::new();
+            for seg in 0..8i32 {
+                // Squares on the minus and plus side of the line along this segment.
+                let (sm, sp) = if axis == 0 {
+                    (colour(c - 1, seg), colour(c, seg))
+                } else {
+                    (colour(seg, c - 1), colour(seg, c))
+                };
+                let at = |t: f64, d: f64| {
+                    let b = if axis == 0 {
+                        [c as f64 + d, t]
+                    } else {
+                        [t, c as f64 + d]
+                    };
+                    lens.distort(h.map(b))
+                };
+                let (a0, a1) = (at(seg as f64, 0.0), at(seg as f64 + 1.0, 0.0));
+                let len = ((a1[0] - a0[0]).powi(2) + (a1[1] - a0[1]).powi(2)).sqrt();
+                if !len.is_finite() || len < 4.0 {
+                    continue;
+                }
+                // One sample per pixel of the segment, away from the X-junctions at its ends.
+                let n_samples = (len * 0.76).floor() as usize;
+                for i in 0..n_samples {
+                    let t = seg as f64 + 0.12 + 0.76 * (i as f64 + 0.5) / n_samples as f64;
+                    let q = at(t, 0.0);
+                    let (qm, qp) = (at(t, -0.05), at(t, 0.05));
+                    let d = [qp[0] - qm[0], qp[1] - qm[1]];
+                    let dl = (d[0] * d[0] + d[1] * d[1]).sqrt();
+                    if !dl.is_finite() || dl < 1e-9 {
+                        continue;
+                    }
+                    let scale = dl / 0.1;
+                    let half = (0.3 * scale).min(6.0);
+                    if half < 1.5 {
+                        continue;
+                    }
+                    let n = [d[0] / dl, d[1] / dl];
+                    let Some(pr) = profile(lin, q, n, half) else {
+                        continue;
+                    };
+                    let Some(p) = pr.at else { continue };
+                    match (sm, sp) {
+                        (Some(em), Some(ep)) => {
+                            let tol = 0.3 * contrast;
+                            if (pr.minus - em).abs() < tol
+                                && (pr.plus - ep).abs() < tol
+                                && (pr.plus - pr.minus).abs() > 0.5 * contrast
+                            {
+                                out.push(EdgeSample {
+                                    axis,
+                                    c: c as f64,
+                                    p,
+                                    weight: 1.0,
+                                });
+                            }
+                        }
+                        (Some(e), None) if outer && (pr.minus - e).abs() < 0.3 * contrast => {
+                            outer_cand.push((pr.minus, pr.plus, p));
+                        }
+                        (None, Some(e)) if outer && (pr.plus - e).abs() < 0.3 * contrast => {
+                            outer_cand.push((pr.plus, pr.minus, p));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            if outer && outer_cand.len() >= 8 {
+                // The frame (or table) beyond the edge: one level along the line.
+                let mut fr: Vec<f32> = outer_cand.iter().map(|c| c.1).collect();
+                fr.sort_by(|a, b| a.total_cmp(b));
+                let frame = fr[fr.len() / 2];
+                for (inside, outside, p) in outer_cand {
+                    if (outside - frame).abs() < 0.2 * contrast
+                        && (inside - outside).abs() > 0.35 * contrast
+                    {
+                        out.push(EdgeSample {
+                            axis,
+                            c: c as f64,
+                            p,
+                            weight: 1.0,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Hartley-style normalisation of pixels: `y' = s (y − m)`.
+#[derive(Clone, Copy)]
+struct Norm {
+    m: Point,
+    s: f64,
+}
+
+impl Norm {
+    fn matrix(&self) -> Homography {
+        Homography([
+            self.s,
+            0.0,
+            -self.s * self.m[0],
+            0.0,
+            self.s,
+            -self.s * self.m[1],
+            0.0,
+            0.0,
+            1.0,
+        ])
+    }
+}
+
+/// Board (u, v) ↦ ((u − 4)/4, (v − 4)/4): board coordinates of order one.
+const BOARD_NORM: Homography = Homography([0.25, 0.0, -1.0, 0.0, 0.25, -1.0, 0.0, 0.0, 1.0]);
+
+/// Result of a line fit: the homography board → undistorted pixel, the weighted sum of
+/// squared pixel residuals and the samples' inlier mask.
+pub struct LineFit {
+    pub h: Homography,
+    pub cost: f64,
+    pub used: usize,
+}
+
+/// Fits the homography board → undistorted pixel to edge samples (already undistorted in
+/// `und`) by iteratively reweighted homogeneous least squares on
+/// `g₁·y − c g₃·y = 0` (u lines) / `g₂·y − c g₃·y = 0` (v lines), `G` = pixel → board,
+/// weighted so that residuals are pixel distances to the lines. `inlier` is updated when
+/// `reject` is set (samples farther than 3 robust sigmas, at least 0.4 px, are dropped).
+pub fn fit_lines(
+    samples: &[EdgeSample],
+    und: &[Point],
+    start: &Homography,
+    inlier: &mut [bool],
+    reject: bool,
+) -> Option<LineFit> {
+    let n = inlier.iter().filter(|&&b| b).count();
+    if n < 12 {
+        return None;
+    }
+    let (mut mx, mut my) = (0.0, 0.0);
+    for (p, _) in und.iter().zip(inlier.iter()).filter(|(_, b)| **b) {
+        mx += p[0];
+        my += p[1];
+    }
+    let m = [mx / n as f64, my / n as f64];
+    let md = und
+        .iter()
+        .zip(inlier.iter())
+        .filter(|(_, b)| **b)
+        .map(|(p, _)| ((p[0] - m[0]).powi(2) + (p[1] - m[1]).powi(2)).sqrt())
+        .sum::<f64>()
+        / n as f64;
+    if md < 1e-9 {
+        return None;
+    }
+    let norm = Norm {
+        m,
+        s: std::f64::consts::SQRT_2 / md,
+    };
+    let t = norm.matrix();
+    // G' = N_b · H⁻¹ · T⁻¹ : normalised pixel → normalised board.
+    let mut g = BOARD_NORM
+        .then_after(&start.inverse()?)
+        .then_after(&t.inverse()?)
+        .0;
+    let ys: Vec<Point> = und
+        .iter()
+        .map(|p| [norm.s * (p[0] - m[0]), norm.s * (p[1] - m[1])])
+        .collect();
+    // Pixel residual of sample k under G, with its row of the homogeneous system.
+    let residual = |g: &[f64; 9], smp: &EdgeSample, y: &Point| -> (f64, f64, [f64; 9]) {
+        let cn = 0.25 * smp.c - 1.0;
+        let gi = if smp.axis == 0 { 0 } else { 3 };
+        let denom = g[6] * y[0] + g[7] * y[1] + g[8];
+        let num = g[gi] * y[0] + g[gi + 1] * y[1] + g[gi + 2];
+        let cur = num / denom;
+        // |∇ of the board coordinate| in pixels⁻¹, up to the common factor |denom|.
+        let grad =
+            ((g[gi] - cur * g[6]).powi(2) + (g[gi + 1] - cur * g[7]).powi(2)).sqrt() * norm.s;
+        let mut row = [0.0f64; 9];
+        row[gi] = y[0];
+        row[gi + 1] = y[1];
+        row[gi + 2] = 1.0;
+        row[6] = -cn * y[0];
+        row[7] = -cn * y[1];
+        row[8] = -cn;
+        if !grad.is_finite() || grad < 1e-12 {
+            return (f64::INFINITY, 0.0, row);
+        }
+        let w = 1.0 / grad;
+        ((num - cn * denom) * w, w, row)
+    };
+    let mut cost = 0.0;
+    for iter in 0..4 {
+        if reject && iter >= 1 {
+            let res: Vec<f64> = samples
+                .iter()
+                .zip(&ys)
+                .map(|(smp, y)| residual(&g, smp, y).0)
+                .collect();
+            let mut a: Vec<f64> = res
+                .iter()
+                .zip(inlier.iter())
+                .filter(|(_, b)| **b)
+                .map(|(r, _)| r.abs())
+                .collect();
+            a.sort_by(|x, y| x.total_cmp(y));
+            let cut = (3.0 * 1.4826 * a.get(a.len() / 2).copied().unwrap_or(0.0)).max(0.4);
+            for (k, r) in res.iter().enumerate() {
+                inlier[k] = r.abs() <= cut;
+            }
+            if inlier.iter().filter(|&&b| b).count() < 12 {
+                return None;
+            }
+        }
+        let mut ata = [[0.0f64; 9]; 9];
+        for (k, (smp, y)) in samples.iter().zip(&ys).enumerate() {
+            if !inlier[k] {
+                continue;
+            }
+            let (r, w, row) = residual(&g, smp, y);
+            if !r.is_finite() {
+                continue;
+            }
+            let ww = w * w * smp.weight;
+            for i in 0..9 {
+                if row[i] == 0.0 {
+                    continue;
+                }
+                for j in 0..9 {
+                    ata[i][j] += ww * row[i] * row[j];
+                }
+            }
+        }
+        let e = smallest_eigenvector(&ata)?;
+        // Keep the sign so that the weights' denominators stay comparable.
+        let dot: f64 = e.iter().zip(g.iter()).map(|(a, b)| a * b).sum();
+        g = if dot < 0.0 { e.map(|v| -v) } else { e };
+        cost = samples
+            .iter()
+            .zip(&ys)
+            .zip(inlier.iter())
+            .filter(|(_, b)| **b)
+            .map(|((smp, y), _)| smp.weight * residual(&g, smp, y).0.powi(2))
+            .sum();
+    }
+    // H = (N_b⁻¹ · G' · T)⁻¹.
+    let g_full = BOARD_NORM
+        .inverse()?
+        .then_after(&Homography(g))
+        .then_after(&t);
+    let h = g_full.inverse()?;
+    let used = inlier.iter().filter(|&&b| b).count();
+    (h.0.iter().all(|v| v.is_finite()) && cost.is_finite()).then_some(LineFit { h, cost, used })
+}
+
+/// A board for the joint refinement: its homography board (u, v) → undistorted pixel and its
+/// X-corners (board coordinates, distorted pixel).
+#[derive(Clone, Debug)]
+pub struct BoardFit {
+    pub h: Homography,
+    pub xcorners: Vec<(Point, Point)>,
+}
+
+/// Weight of one X-corner (per line through it) relative to one edge sample.
+const X_WEIGHT: f64 = 4.0;
+
+fn samples_of(lin: &Gray, b: &BoardFit, lens: &Lens) -> Vec<EdgeSample> {
+    let mut s = edge_samples(lin, &b.h, lens);
+    for (bp, px) in &b.xcorners {
+        for (axis, &c) in bp.iter().enumerate() {
+            s.push(EdgeSample {
+                axis,
+                c,
+                p: *px,
+                weight: X_WEIGHT,
+            });
+        }
+    }
+    s
+}
+
+fn fit_all(
+    samples: &[Vec<EdgeSample>],
+    boards: &[BoardFit],
+    inl: &mut [Vec<bool>],
+    lens: &Lens,
+    reject: bool,
+) -> Option<(Vec<Homography>, f64)> {
+    let mut hs = Vec::new();
+    let mut cost = 0.0;
+    for ((s, b), m) in samples.iter().zip(boards).zip(inl.iter_mut()) {
+        let und: Vec<Point> = s.iter().map(|e| lens.undistort(e.p)).collect();
+        let f = fit_lines(s, &und, &b.h, m, reject)?;
+        cost += f.cost;
+        hs.push(f.h);
+    }
+    Some((hs, cost))
+}
+
+/// Refines the boards' homographies and the lens radial term jointly from whole grid lines;
+/// `f2` is the squared focal length in pixels the κ search is scaled by. Boards whose fit
+/// fails keep their homography; the lens is kept when no fit succeeds.
+pub fn refine(lin: &Gray, boards: &mut [BoardFit], lens: Lens, f2: f64) -> Lens {
+    let mut lens = lens;
+    for pass in 0..2 {
+        let samples: Vec<Vec<EdgeSample>> =
+            boards.iter().map(|b| samples_of(lin, b, &lens)).collect();
+        let mut inl: Vec<Vec<bool>> = samples.iter().map(|s| vec![true; s.len()]).collect();
+        let Some((hs, _)) = fit_all(&samples, boards, &mut inl, &lens, true) else {
+            return lens;
+        };
+        for (b, h) in boards.iter_mut().zip(hs) {
+            b.h = h;
+        }
+        if pass == 1 {
+            break;
+        }
+        // κ with the inliers fixed: a coarse then a fine grid in k1 = κ f².
+        let k1_0 = lens.kappa * f2;
+        let mut best = (f64::MAX, k1_0);
+        for (step, n) in [(0.004, 10), (0.0004, 10)] {
+            let centre = best.1;
+            for i in -n..=n {
+                let k1 = centre + i as f64 * step;
+                let l = Lens {
+                    centre: lens.centre,
+                    kappa: k1 / f2,
+                };
+                if let Some((_, c)) = fit_all(&samples, boards, &mut inl, &l, false)
+                    && c < best.0
+                {
+                    best = (c, k1);
+                }
+            }
+        }
+        lens.kappa = best.1 / f2;
+        if let Some((hs, _)) = fit_all(&samples, boards, &mut inl, &lens, false) {
+            for (b, h) in boards.iter_mut().zip(hs) {
+                b.h = h;
+            }
+        }
+    }
+    lens
+}
