@@ -654,7 +654,7 @@ pub struct FoundBoard {
 
 /// Chooses the 8×8 extent of a lattice (the offset whose outer lines show the strongest
 /// playing-area edge), extrapolates the corners locally and normalises the handedness.
-pub fn board_from_lattice(g: &Gray, l: &Lattice, lens: &Lens) -> Option<FoundBoard> {
+pub fn board_from_lattice(g: &Gray, lin: &Gray, l: &Lattice, lens: &Lens) -> Option<FoundBoard> {
     let (lo, hi) = bounds(l);
     let mut off = [0i32; 2];
     for axis in 0..2 {
@@ -675,6 +675,76 @@ pub fn board_from_lattice(g: &Gray, l: &Lattice, lens: &Lens) -> Option<FoundBoa
             }
         }
         off[axis] = best.1;
+    }
+    // The placement whose 8×8 grid lines show the most square edges with the expected
+    // colours on both sides (a placement one square off puts a frame strip where squares are
+    // expected) decides; the edge/alternation scores above only break ties.
+    let und: Vec<([i32; 2], Point)> = l
+        .points
+        .iter()
+        .map(|(c, p)| (*c, lens.undistort(*p)))
+        .collect();
+    if let Some((mut h_und, _)) = fit_lattice(&und) {
+        // Grow the lattice homography outwards along whole lines first, so that the lines
+        // of every candidate placement are predicted well enough to be found.
+        let xs: Vec<(Point, Point)> = l
+            .points
+            .iter()
+            .map(|(c, p)| ([c[0] as f64, c[1] as f64], *p))
+            .collect();
+        for r in 1..=3 {
+            let cells: lines::Cells = [0, 1].map(|a| {
+                let (a0, a1) = (lo[a] - 1 - r, hi[a] + 1 + r);
+                let extra = ((a1 - a0) - 10).max(0);
+                [a0 + extra / 2, a1 - (extra - extra / 2)]
+            });
+            let mut fit = lines::BoardFit {
+                h: h_und,
+                xcorners: xs.clone(),
+            };
+            if lines::refine_fixed_lens(lin, &mut fit, lens, &cells) {
+                h_und = fit.h;
+            }
+        }
+        let slack = [0, 1].map(|a| 6 - (hi[a] - lo[a]));
+        let mut best = (0.0f64, off);
+        for ku in 0..=slack[0] {
+            for kv in 0..=slack[1] {
+                let o = [lo[0] - 1 - ku, lo[1] - 1 - kv];
+                let h = h_und.then_after(&Homography([
+                    1.0,
+                    0.0,
+                    o[0] as f64,
+                    0.0,
+                    1.0,
+                    o[1] as f64,
+                    0.0,
+                    0.0,
+                    1.0,
+                ]));
+                let anchors: Vec<Point> = l
+                    .points
+                    .iter()
+                    .map(|(c, _)| [(c[0] - o[0]) as f64, (c[1] - o[1]) as f64])
+                    .collect();
+                let n = lines::edge_samples_with_support(
+                    lin,
+                    &h,
+                    lens,
+                    &lines::BOARD_CELLS,
+                    true,
+                    &anchors,
+                )
+                .1;
+                // The edge/alternation choice is kept unless another placement has clearly
+                // more support (half a line's worth).
+                let n = if o == off { n + 0.5 } else { n };
+                if n > best.0 {
+                    best = (n, o);
+                }
+            }
+        }
+        off = best.1;
     }
     // Board coordinates (u, v) = lattice − offset.
     let shift = Homography([
@@ -818,7 +888,7 @@ pub fn find_boards(g: &Gray, lin: &Gray) -> Vec<FoundBoard> {
     let lens = Lens::estimate(&lattices, g.width, g.height);
     let mut boards: Vec<FoundBoard> = lattices
         .iter()
-        .filter_map(|l| board_from_lattice(g, l, &lens))
+        .filter_map(|l| board_from_lattice(g, lin, l, &lens))
         .collect();
     boards.sort_by(|a, b| {
         signed_area(&b.corners)
@@ -826,7 +896,7 @@ pub fn find_boards(g: &Gray, lin: &Gray) -> Vec<FoundBoard> {
             .total_cmp(&signed_area(&a.corners).abs())
     });
     // The two largest (this table's boards): whole-line refinement with a joint lens.
-    if std::env::var_os("TANDEM_NO_LINES").is_none() {
+    {
         let n = boards.len().min(2);
         let mut fits: Vec<lines::BoardFit> = boards[..n].iter().map(|b| b.fit.clone()).collect();
         let f2 = (0.8 * g.width as f64).powi(2);

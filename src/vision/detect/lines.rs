@@ -52,10 +52,10 @@ pub fn linear_luminance(img: &image::RgbImage) -> Gray {
 
 /// Median luminance of squares with even and odd (u + v), each from four samples near the
 /// square's corners (pieces stand in the middle).
-fn square_levels(lin: &Gray, h: &Homography, lens: &Lens) -> Option<[f32; 2]> {
+fn square_levels(lin: &Gray, h: &Homography, lens: &Lens, cells: &Cells) -> Option<[f32; 2]> {
     let mut v: [Vec<f32>; 2] = [Vec::new(), Vec::new()];
-    for r in 0..8 {
-        for f in 0..8 {
+    for r in cells[1][0]..cells[1][1] {
+        for f in cells[0][0]..cells[0][1] {
             let mut s: Vec<f32> = [(0.15, 0.15), (0.85, 0.15), (0.15, 0.85), (0.85, 0.85)]
                 .iter()
                 .filter_map(|&(a, b)| {
@@ -65,7 +65,7 @@ fn square_levels(lin: &Gray, h: &Homography, lens: &Lens) -> Option<[f32; 2]> {
                 .collect();
             if s.len() == 4 {
                 s.sort_by(|a, b| a.total_cmp(b));
-                v[(f + r) % 2].push(0.5 * (s[1] + s[2]));
+                v[(f + r).rem_euclid(2) as usize].push(0.5 * (s[1] + s[2]));
             }
         }
     }
@@ -76,6 +76,30 @@ fn square_levels(lin: &Gray, h: &Homography, lens: &Lens) -> Option<[f32; 2]> {
     Some([med(&mut v[0])?, med(&mut v[1])?])
 }
 
+/// Median luminance of squares with even and odd (u + v) next to the X-corners `anchors`
+/// (board coordinates): there the squares are certainly visible.
+fn anchor_levels(lin: &Gray, h: &Homography, lens: &Lens, anchors: &[Point]) -> Option<[f32; 2]> {
+    let mut v: [Vec<f32>; 2] = [Vec::new(), Vec::new()];
+    for a in anchors {
+        for (du, dv) in [(-0.25, -0.25), (0.25, -0.25), (0.25, 0.25), (-0.25, 0.25)] {
+            let b = [a[0] + du, a[1] + dv];
+            let p = lens.distort(h.map(b));
+            if lin.contains(p, 1.0) {
+                let parity = (b[0].floor() as i64 + b[1].floor() as i64).rem_euclid(2) as usize;
+                v[parity].push(lin.sample(p));
+            }
+        }
+    }
+    if v[0].len() < 8 || v[1].len() < 8 {
+        return None;
+    }
+    let med = |v: &mut Vec<f32>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    Some([med(&mut v[0]), med(&mut v[1])])
+}
+
 /// A profile across a predicted line: the two side levels and the step location.
 struct Profile {
     minus: f32,
@@ -84,72 +108,145 @@ struct Profile {
     at: Option<Point>,
 }
 
-fn profile(lin: &Gray, q: Point, n: Point, half: f64) -> Option<Profile> {
-    if !lin.contains([q[0] - n[0] * half, q[1] - n[1] * half], 1.0)
-        || !lin.contains([q[0] + n[0] * half, q[1] + n[1] * half], 1.0)
+/// Profile across a predicted line at `q` along unit normal `n`: the step is looked for
+/// within `search` pixels (the strongest gradient of sign `polarity`, or of either sign when
+/// `polarity` is 0), its side levels are the means `near..far` pixels from it, and its
+/// location is where the profile crosses their mean.
+fn profile(
+    lin: &Gray,
+    q: Point,
+    n: Point,
+    search: f64,
+    near: f64,
+    far: f64,
+    polarity: f32,
+) -> Option<Profile> {
+    let reach = search + far;
+    if !lin.contains([q[0] - n[0] * reach, q[1] - n[1] * reach], 1.0)
+        || !lin.contains([q[0] + n[0] * reach, q[1] + n[1] * reach], 1.0)
     {
         return None;
     }
     const STEP: f64 = 0.5;
-    let k = (half / STEP).floor() as i32;
-    let vals: Vec<(f64, f32)> = (-k..=k)
+    let k = (reach / STEP).ceil() as i32;
+    let vals: Vec<f32> = (-k..=k)
         .map(|i| {
             let s = i as f64 * STEP;
-            (s, lin.sample([q[0] + n[0] * s, q[1] + n[1] * s]))
+            lin.sample([q[0] + n[0] * s, q[1] + n[1] * s])
         })
         .collect();
-    let side = |lo: f64, hi: f64| {
-        let sel: Vec<f32> = vals
-            .iter()
-            .filter(|(s, _)| *s >= lo && *s <= hi)
-            .map(|(_, v)| *v)
-            .collect();
-        sel.iter().sum::<f32>() / sel.len().max(1) as f32
-    };
-    let edge = half * 0.5;
-    let minus = side(-half, -edge);
-    let plus = side(edge, half);
-    let mid = 0.5 * (minus + plus);
-    let mut crossings = vals
-        .windows(2)
-        .filter(|w| w[0].0 > -edge - 1e-9 && w[1].0 < edge + 1e-9)
-        .filter(|w| (w[0].1 - mid) * (w[1].1 - mid) < 0.0 || w[1].1 == mid);
-    let at = match (crossings.next(), crossings.next()) {
-        (Some(w), None) => {
-            let (s0, v0, s1, v1) = (w[0].0, w[0].1 as f64, w[1].0, w[1].1 as f64);
-            let t = if (v1 - v0).abs() < 1e-12 {
-                0.5
-            } else {
-                (mid as f64 - v0) / (v1 - v0)
-            };
-            let s = s0 + t * (s1 - s0);
-            Some([q[0] + n[0] * s, q[1] + n[1] * s])
+    let pos = |i: usize| (i as i32 - k) as f64 * STEP;
+    // Strongest step (gradient over ±1 px) within the search window.
+    let mut best: Option<(f32, usize)> = None;
+    for i in 2..vals.len() - 2 {
+        if pos(i).abs() > search {
+            continue;
         }
-        _ => None,
+        let gd = vals[i + 2] - vals[i - 2];
+        let score = if polarity == 0.0 {
+            gd.abs()
+        } else {
+            gd * polarity.signum()
+        };
+        if best.is_none_or(|b| score > b.0) {
+            best = Some((score, i));
+        }
+    }
+    let (_, ip) = best?;
+    let sp = pos(ip);
+    let side = |lo: f64, hi: f64| {
+        let (mut sum, mut cnt) = (0.0f32, 0usize);
+        for (i, v) in vals.iter().enumerate() {
+            let s = pos(i);
+            if s >= lo && s <= hi {
+                sum += v;
+                cnt += 1;
+            }
+        }
+        (cnt > 0).then(|| sum / cnt as f32)
     };
+    let minus = side(sp - far, sp - near)?;
+    let plus = side(sp + near, sp + far)?;
+    let mid = 0.5 * (minus + plus);
+    // The mean crossing nearest the gradient peak, within `near` of it.
+    let mut at = None;
+    let mut best_d = f64::MAX;
+    for i in 0..vals.len() - 1 {
+        let (s0, s1) = (pos(i), pos(i + 1));
+        if (s0 - sp).abs() > near && (s1 - sp).abs() > near {
+            continue;
+        }
+        let (v0, v1) = (vals[i] as f64, vals[i + 1] as f64);
+        let m = mid as f64;
+        if (v0 - m) * (v1 - m) > 0.0 || v0 == v1 {
+            continue;
+        }
+        let s = s0 + (m - v0) / (v1 - v0) * (s1 - s0);
+        if (s - sp).abs() < best_d {
+            best_d = (s - sp).abs();
+            at = Some([q[0] + n[0] * s, q[1] + n[1] * s]);
+        }
+    }
     Some(Profile { minus, plus, at })
 }
 
-/// Edge samples along every grid line of a board whose undistorted homography is `h`
-/// (board (u, v) → undistorted pixel), including the outer edge where the frame differs.
-pub fn edge_samples(lin: &Gray, h: &Homography, lens: &Lens) -> Vec<EdgeSample> {
-    let Some(levels) = square_levels(lin, h, lens) else {
-        return Vec::new();
+/// The cells taken for squares: `[u range, v range]`, each `[lo, hi)`.
+pub type Cells = [[i32; 2]; 2];
+
+/// The 8×8 playing area.
+pub const BOARD_CELLS: Cells = [[0, 8], [0, 8]];
+
+/// Edge samples along every grid line of the `cells` of a board whose undistorted
+/// homography is `h` (board (u, v) → undistorted pixel); with `outer`, also along the
+/// boundary of the cells where the frame beyond differs from the squares.
+pub fn edge_samples(
+    lin: &Gray,
+    h: &Homography,
+    lens: &Lens,
+    cells: &Cells,
+    outer_lines: bool,
+    anchors: &[Point],
+) -> Vec<EdgeSample> {
+    edge_samples_with_support(lin, h, lens, cells, outer_lines, anchors).0
+}
+
+/// [`edge_samples`] and the support of the placement: the sum over lines of the fraction
+/// of a line's profiles that were accepted (each line counts at most one, whatever its
+/// length in the image).
+pub fn edge_samples_with_support(
+    lin: &Gray,
+    h: &Homography,
+    lens: &Lens,
+    cells: &Cells,
+    outer_lines: bool,
+    anchors: &[Point],
+) -> (Vec<EdgeSample>, f64) {
+    let mut support = 0.0;
+    let Some(levels) =
+        anchor_levels(lin, h, lens, anchors).or_else(|| square_levels(lin, h, lens, cells))
+    else {
+        return (Vec::new(), 0.0);
     };
     let contrast = (levels[0] - levels[1]).abs();
     if contrast < 0.02 {
-        return Vec::new();
+        return (Vec::new(), 0.0);
     }
     let colour = |f: i32, r: i32| -> Option<f32> {
-        ((0..8).contains(&f) && (0..8).contains(&r)).then(|| levels[((f + r) % 2) as usize])
+        ((cells[0][0]..cells[0][1]).contains(&f) && (cells[1][0]..cells[1][1]).contains(&r))
+            .then(|| levels[(f + r).rem_euclid(2) as usize])
     };
     let mut out = Vec::new();
     for axis in 0..2 {
-        for c in 0..=8i32 {
-            let outer = c == 0 || c == 8;
+        let other = 1 - axis;
+        for c in cells[axis][0]..=cells[axis][1] {
+            let outer = c == cells[axis][0] || c == cells[axis][1];
+            if outer && !outer_lines {
+                continue;
+            }
             // Outer edge: (inside level, outside level, sample) candidates, filtered below.
             let mut outer_cand: Vec<(f32, f32, Point)> = Vec::new();
-            for seg in 0..8i32 {
+            let (mut tried, before) = (0usize, out.len());
+            for seg in cells[other][0]..cells[other][1] {
                 // Squares on the minus and plus side of the line along this segment.
                 let (sm, sp) = if axis == 0 {
                     (colour(c - 1, seg), colour(c, seg))
@@ -181,12 +278,19 @@ pub fn edge_samples(lin: &Gray, h: &Homography, lens: &Lens) -> Vec<EdgeSample> 
                         continue;
                     }
                     let scale = dl / 0.1;
-                    let half = (0.3 * scale).min(6.0);
-                    if half < 1.5 {
+                    // Search ±0.3 square; side levels 2 px to 0.25 square (+2 px) away.
+                    let search = (0.3 * scale).min(10.0);
+                    let (near, far) = (2.0, (0.25 * scale + 2.0).min(7.0));
+                    if far < near + 1.0 || far > 0.6 * scale {
                         continue;
                     }
                     let n = [d[0] / dl, d[1] / dl];
-                    let Some(pr) = profile(lin, q, n, half) else {
+                    let polarity = match (sm, sp) {
+                        (Some(a), Some(b)) => b - a,
+                        _ => 0.0,
+                    };
+                    tried += 1;
+                    let Some(pr) = profile(lin, q, n, search, near, far, polarity) else {
                         continue;
                     };
                     let Some(p) = pr.at else { continue };
@@ -233,9 +337,12 @@ pub fn edge_samples(lin: &Gray, h: &Homography, lens: &Lens) -> Vec<EdgeSample> 
                     }
                 }
             }
+            if tried > 0 {
+                support += (out.len() - before) as f64 / tried as f64;
+            }
         }
     }
-    out
+    (out, support)
 }
 
 /// Hartley-style normalisation of pixels: `y' = s (y − m)`.
@@ -417,7 +524,8 @@ pub struct BoardFit {
 const X_WEIGHT: f64 = 4.0;
 
 fn samples_of(lin: &Gray, b: &BoardFit, lens: &Lens) -> Vec<EdgeSample> {
-    let mut s = edge_samples(lin, &b.h, lens);
+    let anchors: Vec<Point> = b.xcorners.iter().map(|x| x.0).collect();
+    let mut s = edge_samples(lin, &b.h, lens, &BOARD_CELLS, true, &anchors);
     for (bp, px) in &b.xcorners {
         for (axis, &c) in bp.iter().enumerate() {
             s.push(EdgeSample {
@@ -493,4 +601,30 @@ pub fn refine(lin: &Gray, boards: &mut [BoardFit], lens: Lens, f2: f64) -> Lens 
         }
     }
     lens
+}
+
+/// One line fit of a board's homography with the lens fixed, over the lines of `cells`
+/// (no outer lines) and the X-corners; `false` (homography unchanged) when it fails.
+pub fn refine_fixed_lens(lin: &Gray, b: &mut BoardFit, lens: &Lens, cells: &Cells) -> bool {
+    let anchors: Vec<Point> = b.xcorners.iter().map(|x| x.0).collect();
+    let mut s = edge_samples(lin, &b.h, lens, cells, false, &anchors);
+    for (bp, px) in &b.xcorners {
+        for (axis, &c) in bp.iter().enumerate() {
+            s.push(EdgeSample {
+                axis,
+                c,
+                p: *px,
+                weight: X_WEIGHT,
+            });
+        }
+    }
+    let und: Vec<Point> = s.iter().map(|e| lens.undistort(e.p)).collect();
+    let mut inl = vec![true; s.len()];
+    match fit_lines(&s, &und, &b.h, &mut inl, true) {
+        Some(f) => {
+            b.h = f.h;
+            true
+        }
+        None => false,
+    }
 }
