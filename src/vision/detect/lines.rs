@@ -628,3 +628,98 @@ pub fn refine_fixed_lens(lin: &Gray, b: &mut BoardFit, lens: &Lens, cells: &Cell
         None => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A board (dark 0.05 / light 0.5 squares, frame 0.25, table 0.12) seen through `h`,
+    /// with bright discs ("pieces") on the first two ranks; 4×4 supersampled.
+    fn render(h: &Homography, w: usize, hgt: usize) -> Gray {
+        let inv = h.inverse().expect("test homography is invertible");
+        let mut data = vec![0.0f32; w * hgt];
+        for y in 0..hgt {
+            for x in 0..w {
+                let mut acc = 0.0;
+                for sy in 0..4 {
+                    for sx in 0..4 {
+                        let p = [
+                            x as f64 + (sx as f64 + 0.5) / 4.0 - 0.5,
+                            y as f64 + (sy as f64 + 0.5) / 4.0 - 0.5,
+                        ];
+                        let b = inv.map(p);
+                        let (fu, fv) = (b[0].floor(), b[1].floor());
+                        let inside = (0.0..8.0).contains(&b[0]) && (0.0..8.0).contains(&b[1]);
+                        let piece =
+                            inside && fv < 2.0 && (b[0] - fu - 0.5).hypot(b[1] - fv - 0.5) < 0.3;
+                        acc += if piece {
+                            0.9
+                        } else if inside {
+                            if (fu + fv) as i64 % 2 == 0 { 0.05 } else { 0.5 }
+                        } else if (-0.6..8.6).contains(&b[0]) && (-0.6..8.6).contains(&b[1]) {
+                            0.25
+                        } else {
+                            0.12
+                        };
+                    }
+                }
+                data[y * w + x] = acc / 16.0;
+            }
+        }
+        Gray {
+            width: w,
+            height: hgt,
+            data,
+        }
+    }
+
+    #[test]
+    fn line_fit_recovers_the_corners_from_a_rough_start() {
+        let truth = [[60.0, 260.0], [330.0, 250.0], [300.0, 62.0], [92.0, 70.0]];
+        let h_true = Homography::from_board_corners(&truth).unwrap();
+        let lin = render(&h_true, 400, 300);
+        let rough = [[61.2, 259.0], [329.0, 251.1], [301.0, 61.0], [91.0, 71.2]];
+        let lens = Lens {
+            centre: [199.5, 149.5],
+            kappa: 0.0,
+        };
+        let start = Homography::from_board_corners(&rough).unwrap();
+        let n_samples = edge_samples(&lin, &start, &lens, &BOARD_CELLS, true, &[]).len();
+        assert!(n_samples > 500, "only {n_samples} edge samples");
+        let mut boards = [BoardFit {
+            h: start,
+            xcorners: Vec::new(),
+        }];
+        let f2 = (0.8f64 * 400.0).powi(2);
+        let lens = refine(&lin, &mut boards, lens, f2);
+        assert!(lens.kappa.abs() * f2 < 0.01, "k1 {}", lens.kappa * f2);
+        for (k, t) in truth.iter().enumerate() {
+            let c = [[0.0, 0.0], [8.0, 0.0], [8.0, 8.0], [0.0, 8.0]][k];
+            let p = lens.distort(boards[0].h.map(c));
+            let err = (p[0] - t[0]).hypot(p[1] - t[1]);
+            assert!(err < 0.1, "corner {k}: {p:?} vs {t:?} ({err:.3} px)");
+        }
+    }
+
+    #[test]
+    fn wrong_square_colours_give_no_samples() {
+        // A uniform image has no edges with the expected colours on both sides.
+        let lin = Gray {
+            width: 200,
+            height: 200,
+            data: vec![0.3; 200 * 200],
+        };
+        let h = Homography::from_board_corners(&[
+            [20.0, 180.0],
+            [180.0, 180.0],
+            [180.0, 20.0],
+            [20.0, 20.0],
+        ])
+        .unwrap();
+        let lens = Lens {
+            centre: [99.5, 99.5],
+            kappa: 0.0,
+        };
+        assert!(edge_samples(&lin, &h, &lens, &BOARD_CELLS, true, &[]).is_empty());
+    }
+}
