@@ -1,7 +1,8 @@
 //! Board finding: X-corners (saddle points of the smoothed luminance, confirmed by a
 //! point-symmetry test on a ring) are grown into chessboard lattices with a homography as
-//! the predictor; each lattice's 8×8 extent is chosen by the playing-area edge, and the four
-//! outer corners are refined sub-pixel by fitting the edge locally near each corner.
+//! the predictor; each lattice's 8×8 extent is chosen by the support of its grid lines, and
+//! the two largest boards' homographies and the lens are fitted to whole grid lines
+//! ([`lines`]), so that the outer corners are not extrapolated from a few X-corners.
 //!
 //! Nothing here depends on the simulator: the same cues (checker X-junctions, the straight
 //! square/frame edge) exist in real photographs.
