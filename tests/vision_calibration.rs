@@ -139,16 +139,29 @@ fn drift_is_noticed_after_a_camera_move_and_not_without() {
     let s = settings("tripod", 5, 960, 540);
     let frame = sim::render_table(START, &pieces, &s).unwrap();
     let cal = Calibration::detect(&frame.image, "t", &CalibrationConfig::default()).unwrap();
-    // The same table again with other noise: no drift.
-    let again = sim::render_table(
-        START,
-        &pieces,
+    // The same scene and camera again with another frame's noise, exposure and blur (the
+    // post effects and the sensor noise follow the seed): no drift.
+    let placement = sim::parse_table_fen(START).unwrap();
+    let (scene, camera) = sim::build_scene(&placement, &pieces, &s).unwrap();
+    let again = sim::render_scene(
+        &scene,
+        &camera,
         &SimSettings {
-            seed: 5,
+            seed: 6,
             ..s.clone()
         },
-    )
-    .unwrap();
+    );
+    assert_eq!(again.truth.boards[0].corners, frame.truth.boards[0].corners);
+    let differing = frame
+        .image
+        .pixels()
+        .zip(again.image.pixels())
+        .filter(|(a, b)| a != b)
+        .count();
+    assert!(
+        differing > frame.image.len() / 3 / 2,
+        "the second frame must carry its own noise ({differing} pixels differ)"
+    );
     let d = cal.check(&again.image).unwrap();
     assert!(!d.recalibrate, "unchanged camera flagged: {d:?}");
     // The camera turned by 1.5° and moved 1 cm.
@@ -253,15 +266,52 @@ fn debug_one() {
     let g = tandem_monitor::vision::detect::Gray::from_rgb(&frame.image);
     let xs = tandem_monitor::vision::detect::x_corners(&g);
     println!("x-corners {}", xs.len());
-    let ls = tandem_monitor::vision::detect::find_lattices(&g, &xs, 12);
+    let ls = tandem_monitor::vision::detect::find_lattices(
+        &g,
+        &xs,
+        std::env::var("MINP")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(12),
+    );
     for l in &ls {
-        println!("lattice {} pts rms {:.3}", l.points.len(), l.rms);
+        println!(
+            "lattice {} pts rms {:.3} first {:?}",
+            l.points.len(),
+            l.rms,
+            l.points.first()
+        );
     }
-    for b in tandem_monitor::vision::detect::find_boards(&g) {
+    let lin = tandem_monitor::vision::detect::lines::linear_luminance(&frame.image);
+    for b in tandem_monitor::vision::detect::find_boards(&g, &lin) {
         println!("board {:?}", b);
     }
     for t in &frame.truth.boards {
         println!("truth {:?}", t.corners);
+        let q = t.corners.map(|p| [p[0] as f64, p[1] as f64]);
+        let inside: Vec<_> = xs
+            .iter()
+            .filter(|p| tandem_monitor::vision::calibration::in_pocket(&q, **p))
+            .collect();
+        println!("  x-corners inside: {}", inside.len());
+        {
+            use tandem_monitor::vision::detect::{Lens, lines};
+            let lin = lines::linear_luminance(&frame.image);
+            let h = tandem_monitor::vision::Homography::from_board_corners(&q).unwrap();
+            let lens = Lens {
+                centre: [639.5, 359.5],
+                kappa: 0.0,
+            };
+            let s = lines::edge_samples(&lin, &h, &lens, &lines::BOARD_CELLS, true, &[]);
+            let mut per = std::collections::BTreeMap::new();
+            for e in &s {
+                *per.entry((e.axis, e.c as i32)).or_insert(0) += 1;
+            }
+            println!("  truth-H edge samples {} {per:?}", s.len());
+        }
+        if std::env::var_os("XS").is_some() {
+            println!("  {inside:.1?}");
+        }
     }
     if let Ok(cal) = Calibration::detect(&frame.image, "t", &CalibrationConfig::default()) {
         for b in &cal.boards {

@@ -323,7 +323,8 @@ impl Calibration {
         config: &CalibrationConfig,
     ) -> Result<Calibration, CalibrationError> {
         let g = Gray::from_rgb(frame);
-        let found = detect::find_boards(&g);
+        let lin = detect::lines::linear_luminance(frame);
+        let found = detect::find_boards(&g, &lin);
         if found.len() < 2 {
             return Err(CalibrationError::NotFound(format!(
                 "{} board(s) found, 2 needed",

@@ -1,7 +1,8 @@
 //! Board finding: X-corners (saddle points of the smoothed luminance, confirmed by a
 //! point-symmetry test on a ring) are grown into chessboard lattices with a homography as
-//! the predictor; each lattice's 8×8 extent is chosen by the playing-area edge, and the four
-//! outer corners are refined sub-pixel by fitting the edge locally near each corner.
+//! the predictor; each lattice's 8×8 extent is chosen by the support of its grid lines, and
+//! the two largest boards' homographies and the lens are fitted to whole grid lines
+//! ([`lines`]), so that the outer corners are not extrapolated from a few X-corners.
 //!
 //! Nothing here depends on the simulator: the same cues (checker X-junctions, the straight
 //! square/frame edge) exist in real photographs.
@@ -11,6 +12,8 @@ use std::collections::HashMap;
 use image::RgbImage;
 
 use super::geometry::{Homography, Point, signed_area};
+
+pub mod lines;
 
 /// A luminance image in 0..255 (sRGB-encoded, Rec. 709 weights), row-major.
 #[derive(Clone, Debug)]
@@ -645,11 +648,14 @@ pub struct FoundBoard {
     pub corners: [Point; 4],
     pub lattice_points: usize,
     pub rms: f64,
+    /// Board (u, v) → undistorted pixel under the frame's lens; with the X-corners as
+    /// (board coordinates, pixel).
+    pub fit: lines::BoardFit,
 }
 
 /// Chooses the 8×8 extent of a lattice (the offset whose outer lines show the strongest
 /// playing-area edge), extrapolates the corners locally and normalises the handedness.
-pub fn board_from_lattice(g: &Gray, l: &Lattice, lens: &Lens) -> Option<FoundBoard> {
+pub fn board_from_lattice(g: &Gray, lin: &Gray, l: &Lattice, lens: &Lens) -> Option<FoundBoard> {
     let (lo, hi) = bounds(l);
     let mut off = [0i32; 2];
     for axis in 0..2 {
@@ -670,6 +676,76 @@ pub fn board_from_lattice(g: &Gray, l: &Lattice, lens: &Lens) -> Option<FoundBoa
             }
         }
         off[axis] = best.1;
+    }
+    // The placement whose 8×8 grid lines show the most square edges with the expected
+    // colours on both sides (a placement one square off puts a frame strip where squares are
+    // expected) decides; the edge/alternation scores above only break ties.
+    let und: Vec<([i32; 2], Point)> = l
+        .points
+        .iter()
+        .map(|(c, p)| (*c, lens.undistort(*p)))
+        .collect();
+    if let Some((mut h_und, _)) = fit_lattice(&und) {
+        // Grow the lattice homography outwards along whole lines first, so that the lines
+        // of every candidate placement are predicted well enough to be found.
+        let xs: Vec<(Point, Point)> = l
+            .points
+            .iter()
+            .map(|(c, p)| ([c[0] as f64, c[1] as f64], *p))
+            .collect();
+        for r in 1..=3 {
+            let cells: lines::Cells = [0, 1].map(|a| {
+                let (a0, a1) = (lo[a] - 1 - r, hi[a] + 1 + r);
+                let extra = ((a1 - a0) - 10).max(0);
+                [a0 + extra / 2, a1 - (extra - extra / 2)]
+            });
+            let mut fit = lines::BoardFit {
+                h: h_und,
+                xcorners: xs.clone(),
+            };
+            if lines::refine_fixed_lens(lin, &mut fit, lens, &cells) {
+                h_und = fit.h;
+            }
+        }
+        let slack = [0, 1].map(|a| 6 - (hi[a] - lo[a]));
+        let mut best = (0.0f64, off);
+        for ku in 0..=slack[0] {
+            for kv in 0..=slack[1] {
+                let o = [lo[0] - 1 - ku, lo[1] - 1 - kv];
+                let h = h_und.then_after(&Homography([
+                    1.0,
+                    0.0,
+                    o[0] as f64,
+                    0.0,
+                    1.0,
+                    o[1] as f64,
+                    0.0,
+                    0.0,
+                    1.0,
+                ]));
+                let anchors: Vec<Point> = l
+                    .points
+                    .iter()
+                    .map(|(c, _)| [(c[0] - o[0]) as f64, (c[1] - o[1]) as f64])
+                    .collect();
+                let n = lines::edge_samples_with_support(
+                    lin,
+                    &h,
+                    lens,
+                    &lines::BOARD_CELLS,
+                    true,
+                    &anchors,
+                )
+                .1;
+                // The edge/alternation choice is kept unless another placement has clearly
+                // more support (half a line's worth).
+                let n = if o == off { n + 0.5 } else { n };
+                if n > best.0 {
+                    best = (n, o);
+                }
+            }
+        }
+        off = best.1;
     }
     // Board coordinates (u, v) = lattice − offset.
     let shift = Homography([
@@ -698,12 +774,26 @@ pub fn board_from_lattice(g: &Gray, l: &Lattice, lens: &Lens) -> Option<FoundBoa
     {
         return None;
     }
-    let corners = local_corners(l, &off, transposed, lens).unwrap_or(coarse);
+    let xcorners: Vec<(Point, Point)> = l
+        .points
+        .iter()
+        .map(|(c, p)| {
+            let (u, v) = ((c[0] - off[0]) as f64, (c[1] - off[1]) as f64);
+            (if transposed { [v, u] } else { [u, v] }, *p)
+        })
+        .collect();
+    let (src, dst): (Vec<Point>, Vec<Point>) = xcorners
+        .iter()
+        .map(|(b, p)| (*b, lens.undistort(*p)))
+        .unzip();
+    let h_und = Homography::fit(&src, &dst)?;
+    let corners = corners_of(&h_und, lens).unwrap_or(coarse);
     let _ = g;
     Some(FoundBoard {
         corners,
         lattice_points: l.points.len(),
         rms: l.rms,
+        fit: lines::BoardFit { h: h_und, xcorners },
     })
 }
 
@@ -783,18 +873,9 @@ impl Lens {
     }
 }
 
-/// The outer corners from a homography fitted to the undistorted interior corners, mapped
-/// back through the lens. `None` when the fit fails.
-fn local_corners(l: &Lattice, off: &[i32; 2], transposed: bool, lens: &Lens) -> Option<[Point; 4]> {
-    let (src, dst): (Vec<Point>, Vec<Point>) = l
-        .points
-        .iter()
-        .map(|(c, p)| {
-            let (u, v) = ((c[0] - off[0]) as f64, (c[1] - off[1]) as f64);
-            (if transposed { [v, u] } else { [u, v] }, lens.undistort(*p))
-        })
-        .unzip();
-    let h = Homography::fit(&src, &dst)?;
+/// The outer corners of a board whose undistorted homography is `h`, mapped back through
+/// the lens. `None` when a corner is not finite.
+fn corners_of(h: &Homography, lens: &Lens) -> Option<[Point; 4]> {
     let out = [[0.0, 0.0], [8.0, 0.0], [8.0, 8.0], [0.0, 8.0]].map(|c| lens.distort(h.map(c)));
     out.iter()
         .all(|p| p[0].is_finite() && p[1].is_finite())
@@ -802,18 +883,31 @@ fn local_corners(l: &Lattice, off: &[i32; 2], transposed: bool, lens: &Lens) -> 
 }
 
 /// Every board candidate in the frame, largest (image area) first.
-pub fn find_boards(g: &Gray) -> Vec<FoundBoard> {
+pub fn find_boards(g: &Gray, lin: &Gray) -> Vec<FoundBoard> {
     let corners = x_corners(g);
     let lattices = find_lattices(g, &corners, 12);
     let lens = Lens::estimate(&lattices, g.width, g.height);
     let mut boards: Vec<FoundBoard> = lattices
         .iter()
-        .filter_map(|l| board_from_lattice(g, l, &lens))
+        .filter_map(|l| board_from_lattice(g, lin, l, &lens))
         .collect();
     boards.sort_by(|a, b| {
         signed_area(&b.corners)
             .abs()
             .total_cmp(&signed_area(&a.corners).abs())
     });
+    // The two largest (this table's boards): whole-line refinement with a joint lens.
+    {
+        let n = boards.len().min(2);
+        let mut fits: Vec<lines::BoardFit> = boards[..n].iter().map(|b| b.fit.clone()).collect();
+        let f2 = (0.8 * g.width as f64).powi(2);
+        let lens = lines::refine(lin, &mut fits, lens, f2);
+        for (b, f) in boards.iter_mut().zip(fits) {
+            if let Some(c) = corners_of(&f.h, &lens) {
+                b.corners = c;
+            }
+            b.fit = f;
+        }
+    }
     boards
 }

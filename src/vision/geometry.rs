@@ -137,7 +137,7 @@ fn normalising(p: &[Point]) -> Option<(Homography, Vec<Point>)> {
 
 /// Eigenvector of the smallest eigenvalue of a symmetric positive semi-definite 9×9 matrix,
 /// by Jacobi rotations (robust, and 9×9 is tiny).
-fn smallest_eigenvector(m: &[[f64; 9]; 9]) -> Option<[f64; 9]> {
+pub(crate) fn smallest_eigenvector(m: &[[f64; 9]; 9]) -> Option<[f64; 9]> {
     let mut a = *m;
     let mut v = [[0.0f64; 9]; 9];
     for (i, row) in v.iter_mut().enumerate() {
