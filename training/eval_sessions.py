@@ -4,8 +4,10 @@
     python training/eval_sessions.py --squares models/squares.onnx --pockets models/pockets.onnx DIR ...
 
 Each DIR is one session or a parent of sessions (any directory holding labels.csv counts).
-Per-square figures: without adaptation (argmax of the model's logits), with mean class
-prototypes of the `adapt` rows (nearest by cosine), and with 1-nearest adapt sample.
+Per-square figures on the `test` rows (unoccluded squares): without adaptation (argmax of the
+model's logits), with mean class prototypes of the `adapt` rows (nearest by cosine), with the
+1-nearest adapt crop, with a 5-nearest vote weighted by exp(16 * cosine), and 1-nearest over the
+start position plus the session's earlier positions (as if the tracker had confirmed them).
 """
 
 import argparse
@@ -53,7 +55,7 @@ def evaluate_squares(model_path, paths, verbose=True):
 
     sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
     totals = {}
-    per_class = {m: np.zeros((13, 2)) for m in ("plain", "proto", "nn1")}
+    per_class = {m: np.zeros((13, 2)) for m in ("plain", "proto", "nn1", "knn5", "nn1_confirmed")}
     for d in sessions_under(paths):
         rows = list(csv.DictReader(open(os.path.join(d, "labels.csv"))))
         x = load_images(d, [r["path"] for r in rows], (48, 64))
@@ -63,11 +65,28 @@ def evaluate_squares(model_path, paths, verbose=True):
         a, t = split == "adapt", split == "test"
         protos = np.stack([emb[a & (y == c)].mean(0) for c in range(13)])
         protos /= np.linalg.norm(protos, axis=1, keepdims=True)
+        sim = emb[t] @ emb[a].T
+        # k nearest adapt crops, votes weighted by exp(16 * cosine).
+        top = np.argsort(-sim, axis=1)[:, :5]
+        votes = np.zeros((int(t.sum()), 13))
+        for j in range(5):
+            np.add.at(votes, (np.arange(len(top)), y[a][top[:, j]]), np.exp(16 * sim[np.arange(len(top)), top[:, j]]))
         pred = {
             "plain": logits[t].argmax(1),
             "proto": (emb[t] @ protos.T).argmax(1),
-            "nn1": y[a][(emb[t] @ emb[a].T).argmax(1)],
+            "nn1": y[a][sim.argmax(1)],
+            "knn5": votes.argmax(1),
         }
+        # The tracker confirms positions as the game goes on: position p is classified with the
+        # start position plus positions < p (true labels) as exemplars (1-nearest).
+        pos = np.array([int(os.path.basename(r["path"]).split("_")[0]) for r in rows])
+        conf = np.empty(int(t.sum()), dtype=np.int64)
+        tpos = pos[t]
+        for p in np.unique(tpos):
+            bank = a | (t & (pos < p))
+            q = tpos == p
+            conf[q] = y[bank][(emb[t][q] @ emb[bank].T).argmax(1)]
+        pred["nn1_confirmed"] = conf
         camera = os.path.basename(d).rsplit("-", 1)[0]
         for m, p in pred.items():
             ok = p == y[t]
@@ -82,8 +101,9 @@ def evaluate_squares(model_path, paths, verbose=True):
                   flush=True)
     report = {f"{cam}/{m}": {"correct": c, "total": n, "accuracy": c / max(n, 1)}
               for (cam, m), (c, n) in sorted(totals.items())}
-    report["per_class_proto"] = {CLASSES[i]: per_class["proto"][i, 0] / max(per_class["proto"][i, 1], 1)
-                                 for i in range(13)}
+    for m in ("proto", "nn1"):
+        report[f"per_class_{m}"] = {CLASSES[i]: round(per_class[m][i, 0] / max(per_class[m][i, 1], 1), 4)
+                                    for i in range(13)}
     print(json.dumps(report, indent=1), flush=True)
     return report
 

@@ -1,11 +1,15 @@
-//! Training data for the square classifier: random reachable table positions rendered at random
-//! camera poses, cut into perspective-rectified per-square crops (the square plus the space above
-//! it where the piece body shows) and pocket-zone crops, with labels.
+//! Training and evaluation data for the square classifier and the pocket reader.
 //!
-//! Splits are by camera pose so that validation and test images come from viewpoints the
-//! training set never saw: presets `tripod` and `overhead` → `train`, `oblique` → `val`,
-//! `low-side` → `test`. A non-default piece set (`--pieces`) is a held-out set too: its crops
-//! are all `test`.
+//! [`export_training`] and [`export_sessions`] render random tables and hand each frame to a
+//! crop-cutting closure supplied by the caller (the CLI cuts with `vision::Rectifier` from a
+//! calibration built of the truth corners, so training sees exactly the run-time geometry;
+//! `sim` itself never imports `vision`). Training frames vary piece set (procedural variants of
+//! the given sets), board/table style, light, noise/blur/JPEG, pose around the training presets
+//! and frame size; sessions are the contract's evaluation tables (start position = `adapt`,
+//! random positions on the same table = `test`).
+//!
+//! The older [`export_dataset`] cuts crops with this module's own [`rectify`] (ground quads
+//! lifted in 3D); it is kept for quick looks, not for training the shipped models.
 
 use std::fmt::Write as _;
 use std::path::Path;
