@@ -9,6 +9,7 @@ pub mod calibration;
 pub mod detect;
 pub mod geometry;
 pub mod model;
+pub mod motion;
 pub mod overlay;
 pub mod rectify;
 
