@@ -55,6 +55,8 @@ enum Command {
     Calibrate(vision::CalibrateArgs),
     /// Watch a table from frames (a folder or camera:N) and print the referee's events.
     Watch(watch::WatchArgs),
+    /// Read every square and pocket of a frame with a calibration (optionally adapting first).
+    Classify(vision::ClassifyArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -74,5 +76,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(cmd) => tracker::eval(cmd),
         Command::Calibrate(args) => vision::calibrate(args),
         Command::Watch(args) => watch::watch(args),
+        Command::Classify(args) => vision::classify(args),
     }
 }

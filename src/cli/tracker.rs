@@ -18,6 +18,8 @@ pub enum EvalCommand {
     Game(super::watch::EvalGameArgs),
     /// Score the motion detector of a simulated game directory against the truth's hands.
     Motion(super::watch::EvalMotionArgs),
+    /// Adapt the square classifier on a labelled set's `adapt` rows and score its `test` rows.
+    Squares(super::vision::SquaresArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -67,6 +69,7 @@ pub fn eval(cmd: EvalCommand) -> anyhow::Result<()> {
         EvalCommand::TrackerSim(args) => tracker_sim(args),
         EvalCommand::Game(args) => super::watch::eval_game_cmd(args),
         EvalCommand::Motion(args) => super::watch::eval_motion_cmd(args),
+        EvalCommand::Squares(args) => super::vision::eval_squares(args),
     }
 }
 

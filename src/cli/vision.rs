@@ -1,10 +1,19 @@
 //! `tandem calibrate`: find both boards, a1, board A and the pockets in one frame; write the
-//! calibration TOML and optionally an overlay for a person to check.
+//! calibration TOML and optionally an overlay for a person to check. `tandem classify`: read a
+//! frame with a calibration (optionally adapting to the piece set on a start frame first).
+//! `tandem eval squares`: score the square classifier on labelled patch sets.
 
 use std::path::PathBuf;
 
 use anyhow::Context;
-use tandem_monitor::vision::{self, Calibration, CalibrationConfig, CalibrationError};
+use tandem_monitor::engine::BoardId;
+use tandem_monitor::sim::fen::square_name;
+use tandem_monitor::tracker::SquareClass;
+use tandem_monitor::vision::evaluate::{class_label, evaluate_squares};
+use tandem_monitor::vision::{
+    self, Calibration, CalibrationConfig, CalibrationError, ClassifierConfig, FrameReader,
+    ReaderConfig, SquareClassifier,
+};
 
 #[derive(Debug, clap::Args)]
 pub struct CalibrateArgs {
@@ -85,6 +94,235 @@ pub fn calibrate(args: CalibrateArgs) -> anyhow::Result<()> {
             c[3][1],
             b.orientation
         );
+    }
+    Ok(())
+}
+
+/// `tandem classify`: read one frame with a calibration and print every square's label.
+#[derive(Debug, clap::Args)]
+pub struct ClassifyArgs {
+    /// The frame to read (PNG or JPEG, the calibrated size).
+    frame: PathBuf,
+    /// The table's calibration TOML (from `tandem calibrate`).
+    #[arg(long)]
+    calibration: PathBuf,
+    /// Print one JSON object (per square: label and probability; per pocket: counts).
+    #[arg(long)]
+    json: bool,
+    /// Adapt to the table first from a frame of the same table and camera showing both boards in
+    /// the start position (its 128 squares become labelled samples of this piece set).
+    #[arg(long, value_name = "START_FRAME")]
+    adapt_start: Option<PathBuf>,
+    /// Reader settings (TOML: [rectify], [classifier], [pockets], without_pockets).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The square model (default: models/squares.onnx found beside the working directory, the
+    /// executable or the checkout; or $TANDEM_MODELS_DIR).
+    #[arg(long)]
+    squares_model: Option<PathBuf>,
+    /// The pocket model (default: models/pockets.onnx, found the same way).
+    #[arg(long)]
+    pockets_model: Option<PathBuf>,
+}
+
+fn read_frame(path: &std::path::Path) -> anyhow::Result<image::RgbImage> {
+    Ok(image::open(path)
+        .with_context(|| format!("cannot read image {}", path.display()))?
+        .to_rgb8())
+}
+
+fn reader_config(
+    path: Option<&std::path::Path>,
+    squares: Option<PathBuf>,
+    pockets: Option<PathBuf>,
+) -> anyhow::Result<ReaderConfig> {
+    let mut config = match path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read {}", p.display()))?;
+            toml::from_str::<ReaderConfig>(&text)
+                .with_context(|| format!("{} is not a valid reader config", p.display()))?
+        }
+        None => ReaderConfig::default(),
+    };
+    if squares.is_some() {
+        config.classifier.model = squares;
+    }
+    if pockets.is_some() {
+        config.pockets.model = pockets;
+    }
+    Ok(config)
+}
+
+fn placement(labels: &[(SquareClass, f32)]) -> String {
+    let mut out = String::new();
+    for rank in (0..8).rev() {
+        let mut gap = 0;
+        for file in 0..8 {
+            match labels[rank * 8 + file].0.piece() {
+                None => gap += 1,
+                Some(p) => {
+                    if gap > 0 {
+                        out.push_str(&gap.to_string());
+                        gap = 0;
+                    }
+                    out.push(p.char());
+                }
+            }
+        }
+        if gap > 0 {
+            out.push_str(&gap.to_string());
+        }
+        if rank > 0 {
+            out.push('/');
+        }
+    }
+    out
+}
+
+pub fn classify(args: ClassifyArgs) -> anyhow::Result<()> {
+    let cal = Calibration::load(&args.calibration)?;
+    let config = reader_config(
+        args.config.as_deref(),
+        args.squares_model,
+        args.pockets_model,
+    )?;
+    let frame = read_frame(&args.frame)?;
+    let mut reader = FrameReader::new(&cal, &config)?;
+    if let Some(start) = &args.adapt_start {
+        let start_frame = read_frame(start)?;
+        reader
+            .read(&start_frame)
+            .with_context(|| format!("reading the start frame {}", start.display()))?;
+        reader.adapt_start_from_last()?;
+    }
+    let reading = reader.read(&frame)?;
+    let zones = ["A White", "A Black", "B White", "B Black"];
+    if args.json {
+        let boards: Vec<serde_json::Value> = [BoardId::A, BoardId::B]
+            .iter()
+            .map(|&b| {
+                let labels = reading.labels(b);
+                let squares: Vec<serde_json::Value> = labels
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (c, p))| {
+                        serde_json::json!({
+                            "square": square_name(i),
+                            "label": class_label(*c),
+                            "probability": p,
+                        })
+                    })
+                    .collect();
+                serde_json::json!({
+                    "board": b.to_string(),
+                    "placement": placement(&labels),
+                    "squares": squares,
+                })
+            })
+            .collect();
+        let pockets: Vec<serde_json::Value> = reading
+            .pockets
+            .iter()
+            .flat_map(|p| p.zones.iter().enumerate())
+            .map(|(k, z)| {
+                let c = z.counts;
+                serde_json::json!({
+                    "zone": zones[k],
+                    "board": if k < 2 { "A" } else { "B" },
+                    "color": if k % 2 == 0 { "white" } else { "black" },
+                    "counts": {"P": c[0], "N": c[1], "B": c[2], "R": c[3], "Q": c[4]},
+                    "confidence": z.min_confidence(),
+                })
+            })
+            .collect();
+        let out = serde_json::json!({
+            "frame": args.frame.display().to_string(),
+            "table": cal.table,
+            "adapted": args.adapt_start.is_some(),
+            "boards": boards,
+            "pockets": pockets,
+        });
+        println!("{}", serde_json::to_string(&out)?);
+    } else {
+        for b in [BoardId::A, BoardId::B] {
+            let labels = reading.labels(b);
+            let least = labels.iter().map(|l| l.1).fold(1.0f32, f32::min);
+            println!(
+                "board {b}: {} (least certain square {:.3})",
+                placement(&labels),
+                least
+            );
+        }
+        if let Some(p) = &reading.pockets {
+            for (k, z) in p.zones.iter().enumerate() {
+                let c = z.counts;
+                println!(
+                    "pocket {}: P{} N{} B{} R{} Q{} (confidence {:.3})",
+                    zones[k],
+                    c[0],
+                    c[1],
+                    c[2],
+                    c[3],
+                    c[4],
+                    z.min_confidence()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `tandem eval squares`: adapt on the `adapt` rows, score the `test` rows.
+#[derive(Debug, clap::Args)]
+pub struct SquaresArgs {
+    /// A directory with labels.csv (path,label,split), or a parent of such session directories.
+    #[arg(long)]
+    dataset: PathBuf,
+    /// Print the report as one JSON object (the default prints a short summary).
+    #[arg(long)]
+    json: bool,
+    /// The square model (default: models/squares.onnx, see `tandem classify --help`).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Weight of the k-NN vote in [0, 1] (0 = network only).
+    #[arg(long)]
+    mix: Option<f32>,
+    /// Softmax temperature over cosine similarities.
+    #[arg(long)]
+    temperature: Option<f32>,
+    /// Samples per class averaged into its similarity.
+    #[arg(long)]
+    neighbours: Option<usize>,
+}
+
+pub fn eval_squares(args: SquaresArgs) -> anyhow::Result<()> {
+    let mut config = ClassifierConfig {
+        model: args.model,
+        ..ClassifierConfig::default()
+    };
+    if config.model.is_none() {
+        config.model = Some(vision::find_model("squares.onnx")?);
+    }
+    config.mix = args.mix.unwrap_or(config.mix);
+    config.temperature = args.temperature.unwrap_or(config.temperature);
+    config.neighbours = args.neighbours.unwrap_or(config.neighbours);
+    let mut classifier = SquareClassifier::load(&config)?;
+    let report = evaluate_squares(&mut classifier, &args.dataset)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "{} session(s), {} adapt rows, {} test rows: accuracy {:.5} (without adaptation {:.5})",
+            report.sessions,
+            report.adapt_rows,
+            report.test_rows,
+            report.accuracy,
+            report.accuracy_without_adaptation
+        );
+        for e in report.errors.iter().take(5) {
+            println!("  {} read as {}: {}", e.truth, e.predicted, e.count);
+        }
     }
     Ok(())
 }

@@ -3,19 +3,28 @@
 //! [`calibration`] finds both boards, a1, board A and the pockets in one frame (see
 //! `docs/vision-calibration.md`), [`rectify`] cuts per-square and pocket crops with sampling
 //! maps precomputed once per calibration, [`overlay`] draws a calibration for a person to
-//! check, and [`model`] wraps ONNX inference for the square classifier.
+//! check, and [`model`] wraps ONNX inference. [`classify`] turns the 128 square patches into
+//! class probabilities (adapted to the table's piece set), [`pockets`] counts the pocket zones,
+//! and [`reader`] composes all of it into one call per frame.
 
 pub mod calibration;
+pub mod classify;
 pub mod detect;
+pub mod evaluate;
 pub mod geometry;
 pub mod model;
 pub mod motion;
 pub mod overlay;
+pub mod pockets;
+pub mod reader;
 pub mod rectify;
 
 pub use calibration::{
     BoardCalibration, Calibration, CalibrationConfig, CalibrationError, Drift, OrientationSource,
     PocketLayout, parse_corners,
 };
+pub use classify::{ClassifierConfig, SquareClassifier, VisionModelError, find_model};
 pub use geometry::{Homography, Point};
+pub use pockets::{PocketConfig, PocketCounts, PocketReader, ZoneCount};
+pub use reader::{FrameReader, FrameReading, ReadError, ReaderConfig};
 pub use rectify::{Rectifier, RectifyConfig};

@@ -1,0 +1,986 @@
+//! The square classifier: 128 square patches (both boards) in one batched ONNX call → 13 class
+//! probabilities per square, adapted to the table's own piece set without any training step.
+//!
+//! The network (`models/squares.onnx`, see the model card) outputs `logits` over
+//! [`SquareClass`] and an L2-normalised `embedding`. Adaptation keeps a bank of labelled
+//! embeddings of *this* table (the start position gives 32 pieces and 32 empty squares per board,
+//! every label known; positions the tracker confirmed add more) and classifies by mixing the
+//! network's softmax with a k-nearest-neighbour softmax over that bank:
+//!
+//! `p = (1 − mix) · p_net + mix · p_knn`, where `p_knn` is a softmax over the classes present in
+//! the bank of `s_c / temperature`, `s_c` being the mean cosine similarity of the `neighbours`
+//! most similar bank samples of class `c` (0 for classes without samples; the start position
+//! supplies all 13). Both terms are distributions, so the result is one.
+//!
+//! Invariants: the bank holds at most `bank_per_class` samples per class (one class can never
+//! drown the others) and at most one sample per (square, class) when samples come with a square
+//! (a static piece refreshes its sample instead of filling the bank with copies); the oldest
+//! sample of a class is evicted first.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{ModelError, ModelOptions, OnnxModel, Output};
+use super::rectify::Crops;
+use crate::engine::{Position, Square};
+use crate::tracker::SquareClass;
+
+/// Number of square patches per frame (board A's 64, then board B's).
+pub const SQUARES_PER_FRAME: usize = 128;
+
+/// Why a vision model could not be found, loaded or run, or refused its input.
+#[derive(Debug, thiserror::Error)]
+pub enum VisionModelError {
+    #[error(
+        "model {name} not found (looked in {searched}); build it with training/ or pass its path"
+    )]
+    ModelNotFound { name: String, searched: String },
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("model {path} does not have the expected inputs/outputs: {reason}")]
+    WrongIo { path: PathBuf, reason: String },
+    #[error("patch size {got_w}×{got_h}, but the model takes {want_w}×{want_h}")]
+    CropSize {
+        got_w: u32,
+        got_h: u32,
+        want_w: u32,
+        want_h: u32,
+    },
+    #[error("expected {want} patches ({want_bytes} bytes), got {got_bytes} bytes")]
+    CropCount {
+        want: usize,
+        want_bytes: usize,
+        got_bytes: usize,
+    },
+    #[error("{got} labels for {want} patches")]
+    LabelCount { want: usize, got: usize },
+    #[error("model output {name} has shape {shape:?}, expected {expected}")]
+    OutputShape {
+        name: &'static str,
+        shape: Vec<i64>,
+        expected: String,
+    },
+    #[error("classifier config: {0}")]
+    Config(String),
+}
+
+/// Where the models live: `TANDEM_MODELS_DIR` (a directory), then `models/` beside the working
+/// directory, the executable's ancestors and the source checkout this binary was built from.
+pub fn find_model(file_name: &str) -> Result<PathBuf, VisionModelError> {
+    let mut searched = Vec::new();
+    if let Some(dir) = std::env::var_os("TANDEM_MODELS_DIR") {
+        let path = PathBuf::from(dir).join(file_name);
+        if path.is_file() {
+            return Ok(path);
+        }
+        searched.push(path.display().to_string());
+    }
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Ok(cwd) = std::env::current_dir() {
+        roots.push(cwd);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        roots.extend(exe.ancestors().skip(1).map(Path::to_path_buf));
+    }
+    roots.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    for root in roots {
+        let path = root.join("models").join(file_name);
+        if path.is_file() {
+            return Ok(path);
+        }
+        let shown = path.display().to_string();
+        if !searched.contains(&shown) {
+            searched.push(shown);
+        }
+    }
+    Err(VisionModelError::ModelNotFound {
+        name: file_name.to_string(),
+        searched: searched.join(", "),
+    })
+}
+
+/// Checks a declared shape against the expected one; `-1` (dynamic) matches anything.
+pub(crate) fn shape_matches(declared: &[i64], want: &[i64]) -> bool {
+    declared.len() == want.len()
+        && declared
+            .iter()
+            .zip(want)
+            .all(|(&d, &w)| d < 0 || w < 0 || d == w)
+}
+
+/// Classifier settings (TOML section `[classifier]`, every field has a default).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClassifierConfig {
+    /// The square model; `None` searches `models/squares.onnx` (see [`find_model`]).
+    pub model: Option<PathBuf>,
+    /// ONNX Runtime intra-op threads.
+    pub threads: usize,
+    /// Let idle ONNX Runtime workers spin (costs CPU the other stages need).
+    pub spinning: bool,
+    /// Weight of the k-NN vote in `[0, 1]` once the bank has samples (0 = network only).
+    pub mix: f32,
+    /// Softmax temperature over cosine similarities (smaller = sharper).
+    pub temperature: f32,
+    /// How many of a class's most similar samples are averaged into its similarity.
+    pub neighbours: usize,
+    /// Bank capacity per class.
+    pub bank_per_class: usize,
+}
+
+impl Default for ClassifierConfig {
+    fn default() -> Self {
+        ClassifierConfig {
+            model: None,
+            threads: 2,
+            spinning: false,
+            mix: 0.8,
+            temperature: 0.05,
+            neighbours: 3,
+            bank_per_class: 64,
+        }
+    }
+}
+
+impl ClassifierConfig {
+    /// Refuses values that would make the mixture meaningless.
+    pub fn validate(&self) -> Result<(), VisionModelError> {
+        let bad = |m: &str| Err(VisionModelError::Config(m.to_string()));
+        if !(0.0..=1.0).contains(&self.mix) {
+            return bad("mix must be in [0, 1]");
+        }
+        if !(self.temperature.is_finite() && self.temperature > 0.0) {
+            return bad("temperature must be a positive number");
+        }
+        if self.neighbours == 0 || self.neighbours > 64 {
+            return bad("neighbours must be 1..=64");
+        }
+        if self.bank_per_class == 0 || self.bank_per_class > 4096 {
+            return bad("bank_per_class must be 1..=4096");
+        }
+        if self.threads == 0 || self.threads > 64 {
+            return bad("threads must be 1..=64");
+        }
+        Ok(())
+    }
+}
+
+/// The classes of the standard start position, index `rank * 8 + file` (a1 = 0).
+pub fn start_labels() -> [SquareClass; 64] {
+    let pos = Position::new();
+    let mut out = [SquareClass::Empty; 64];
+    for sq in Square::all() {
+        out[sq.index()] = SquareClass::on(&pos, sq);
+    }
+    out
+}
+
+/// `lut[b] = b / 255` exactly as the training pipeline scales bytes.
+fn byte_scale() -> [f32; 256] {
+    std::array::from_fn(|b| b as f32 / 255.0)
+}
+
+/// Writes `n` RGB patches (`w × h`, row-major, interleaved) as planar NCHW floats into `out`
+/// (resized to fit, reusing its allocation).
+pub fn patches_to_nchw(patches: &[u8], n: usize, w: usize, h: usize, out: &mut Vec<f32>) {
+    let lut = byte_scale();
+    let plane = w * h;
+    out.resize(n * 3 * plane, 0.0);
+    for (src, dst) in patches
+        .chunks_exact(3 * plane)
+        .zip(out.chunks_exact_mut(3 * plane))
+        .take(n)
+    {
+        let (r, gb) = dst.split_at_mut(plane);
+        let (g, b) = gb.split_at_mut(plane);
+        for (i, px) in src.chunks_exact(3).enumerate() {
+            r[i] = lut[px[0] as usize];
+            g[i] = lut[px[1] as usize];
+            b[i] = lut[px[2] as usize];
+        }
+    }
+}
+
+/// Dot product with eight independent accumulators (vectorises, and keeps the adds
+/// pipelined even where the compiler does not vectorise).
+#[inline]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+/// Numerically stable softmax of `logits` into `out`.
+pub(crate) fn softmax_into(logits: &[f32], out: &mut [f32]) {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0;
+    for (o, &l) in out.iter_mut().zip(logits) {
+        *o = (l - max).exp();
+        sum += *o;
+    }
+    if sum > 0.0 && sum.is_finite() {
+        for o in out.iter_mut() {
+            *o /= sum;
+        }
+    } else {
+        let u = 1.0 / out.len().max(1) as f32;
+        out.iter_mut().for_each(|o| *o = u);
+    }
+}
+
+/// One bank slot's bookkeeping; the embedding lives in [`Bank::vectors`] at the same index.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// The square (0..128) the sample was cut from, if known.
+    square: Option<u16>,
+    /// Insertion order; the smallest stamp of a class is evicted first.
+    stamp: u64,
+}
+
+/// Labelled embeddings, `cap` slots per class stored contiguously.
+#[derive(Clone, Debug)]
+struct Bank {
+    dim: usize,
+    cap: usize,
+    slots: Vec<Vec<Slot>>,
+    /// `13 * cap * dim` floats; class `c`'s slot `i` at `(c * cap + i) * dim`.
+    vectors: Vec<f32>,
+    clock: u64,
+}
+
+impl Bank {
+    fn new(dim: usize, cap: usize) -> Bank {
+        Bank {
+            dim,
+            cap,
+            slots: (0..SquareClass::COUNT)
+                .map(|_| Vec::with_capacity(cap))
+                .collect(),
+            vectors: vec![0.0; SquareClass::COUNT * cap * dim],
+            clock: 0,
+        }
+    }
+
+    fn len(&self, class: usize) -> usize {
+        self.slots[class].len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.slots.iter().all(Vec::is_empty)
+    }
+
+    /// Adds (or refreshes) one L2-normalised sample.
+    fn insert(&mut self, class: SquareClass, square: Option<u16>, embedding: &[f32]) {
+        let c = class.index();
+        self.clock += 1;
+        let stamp = self.clock;
+        let slots = &mut self.slots[c];
+        let i = match square.and_then(|s| slots.iter().position(|x| x.square == Some(s))) {
+            Some(i) => i,
+            None if slots.len() < self.cap => {
+                slots.push(Slot { square, stamp });
+                slots.len() - 1
+            }
+            None => slots
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, s)| s.stamp)
+                .map_or(0, |(i, _)| i),
+        };
+        slots[i] = Slot { square, stamp };
+        let at = (c * self.cap + i) * self.dim;
+        let dst = &mut self.vectors[at..at + self.dim];
+        let norm = embedding.iter().map(|v| v * v).sum::<f32>().sqrt();
+        let scale = if norm > 1e-12 { 1.0 / norm } else { 0.0 };
+        for (d, &e) in dst.iter_mut().zip(embedding) {
+            *d = e * scale;
+        }
+    }
+}
+
+/// The square classifier over `models/squares.onnx` with its adaptation bank.
+pub struct SquareClassifier {
+    model: OnnxModel,
+    config: ClassifierConfig,
+    patch_w: u32,
+    patch_h: u32,
+    dim: usize,
+    bank: Bank,
+    input: Vec<f32>,
+    outputs: [Output; 2],
+    /// Softmax of the network alone for the last classified batch.
+    network: Vec<[f32; SquareClass::COUNT]>,
+}
+
+impl SquareClassifier {
+    /// Loads the model named by `config.model` (or found by [`find_model`]) and checks its I/O.
+    pub fn load(config: &ClassifierConfig) -> Result<SquareClassifier, VisionModelError> {
+        let path = match &config.model {
+            Some(p) => p.clone(),
+            None => find_model("squares.onnx")?,
+        };
+        Self::from_path(&path, config)
+    }
+
+    /// Loads `path` (I/O per the contract: `crops` `[N, 3, H, W]` → `logits` `[N, 13]`,
+    /// `embedding` `[N, D]`).
+    pub fn from_path(
+        path: &Path,
+        config: &ClassifierConfig,
+    ) -> Result<SquareClassifier, VisionModelError> {
+        config.validate()?;
+        let model = OnnxModel::load_with(
+            path,
+            &ModelOptions {
+                threads: config.threads,
+                spinning: config.spinning,
+            },
+        )?;
+        let wrong = |reason: String| VisionModelError::WrongIo {
+            path: path.to_path_buf(),
+            reason,
+        };
+        if model.input_names().len() != 1 {
+            return Err(wrong(format!(
+                "one input expected, found {:?}",
+                model.input_names()
+            )));
+        }
+        let input = model.input_shape(0).unwrap_or_default();
+        if input.len() != 4 || input[1] != 3 || input[2] <= 0 || input[3] <= 0 {
+            return Err(wrong(format!(
+                "input must be float [N, 3, H, W] with fixed H, W; it is {input:?}"
+            )));
+        }
+        let logits = model
+            .output_shape("logits")
+            .ok_or_else(|| wrong(format!("no `logits` output ({:?})", model.output_names())))?;
+        if !shape_matches(&logits, &[-1, SquareClass::COUNT as i64]) {
+            return Err(wrong(format!("`logits` must be [N, 13]; it is {logits:?}")));
+        }
+        let embedding = model.output_shape("embedding").ok_or_else(|| {
+            wrong(format!(
+                "no `embedding` output ({:?})",
+                model.output_names()
+            ))
+        })?;
+        if embedding.len() != 2 {
+            return Err(wrong(format!(
+                "`embedding` must be [N, D]; it is {embedding:?}"
+            )));
+        }
+        let mut classifier = SquareClassifier {
+            model,
+            config: config.clone(),
+            patch_w: input[3] as u32,
+            patch_h: input[2] as u32,
+            dim: embedding[1].max(0) as usize,
+            bank: Bank::new(0, 1),
+            input: Vec::new(),
+            outputs: Default::default(),
+            network: Vec::new(),
+        };
+        if classifier.dim == 0 {
+            // Exporters often leave D symbolic: one probe run on a blank patch tells it.
+            let (w, h) = (classifier.patch_w as usize, classifier.patch_h as usize);
+            classifier.input = vec![0.0; 3 * w * h];
+            classifier.model.run_named(
+                &[1, 3, h as i64, w as i64],
+                &classifier.input,
+                &["logits", "embedding"],
+                &mut classifier.outputs,
+            )?;
+            let shape = &classifier.outputs[1].shape;
+            if shape.len() != 2 || shape[1] <= 0 {
+                return Err(wrong(format!("`embedding` ran as {shape:?}, not [1, D]")));
+            }
+            classifier.dim = shape[1] as usize;
+        }
+        if classifier.dim > 4096 {
+            return Err(wrong(format!(
+                "embedding dimension {} is implausible",
+                classifier.dim
+            )));
+        }
+        classifier.bank = Bank::new(classifier.dim, config.bank_per_class);
+        Ok(classifier)
+    }
+
+    /// Patch width and height the model takes.
+    pub fn patch_size(&self) -> (u32, u32) {
+        (self.patch_w, self.patch_h)
+    }
+
+    /// Embedding dimension.
+    pub fn embedding_dim(&self) -> usize {
+        self.dim
+    }
+
+    pub fn config(&self) -> &ClassifierConfig {
+        &self.config
+    }
+
+    /// Changes the mixture settings (bank kept; its capacity is fixed at load).
+    pub fn set_mixture(
+        &mut self,
+        mix: f32,
+        temperature: f32,
+        neighbours: usize,
+    ) -> Result<(), VisionModelError> {
+        let next = ClassifierConfig {
+            mix,
+            temperature,
+            neighbours,
+            ..self.config.clone()
+        };
+        next.validate()?;
+        self.config = next;
+        Ok(())
+    }
+
+    /// Samples per class in the bank, in [`SquareClass`] order.
+    pub fn bank_sizes(&self) -> [usize; SquareClass::COUNT] {
+        std::array::from_fn(|c| self.bank.len(c))
+    }
+
+    /// Forgets every adaptation sample (a new piece set or a new table).
+    pub fn clear_bank(&mut self) {
+        self.bank = Bank::new(self.dim, self.config.bank_per_class);
+    }
+
+    fn check_crops(&self, crops: &Crops) -> Result<(), VisionModelError> {
+        if crops.patch_w != self.patch_w || crops.patch_h != self.patch_h {
+            return Err(VisionModelError::CropSize {
+                got_w: crops.patch_w,
+                got_h: crops.patch_h,
+                want_w: self.patch_w,
+                want_h: self.patch_h,
+            });
+        }
+        Ok(())
+    }
+
+    fn patch_bytes(&self) -> usize {
+        (self.patch_w * self.patch_h * 3) as usize
+    }
+
+    /// One forward pass over `n` patches; leaves logits and embeddings in `self.outputs`.
+    fn forward(&mut self, patches: &[u8], n: usize) -> Result<(), VisionModelError> {
+        let want_bytes = n * self.patch_bytes();
+        if patches.len() != want_bytes || n == 0 {
+            return Err(VisionModelError::CropCount {
+                want: n,
+                want_bytes,
+                got_bytes: patches.len(),
+            });
+        }
+        let (w, h) = (self.patch_w as usize, self.patch_h as usize);
+        patches_to_nchw(patches, n, w, h, &mut self.input);
+        let shape = [n as i64, 3, h as i64, w as i64];
+        self.model.run_named(
+            &shape,
+            &self.input,
+            &["logits", "embedding"],
+            &mut self.outputs,
+        )?;
+        let [logits, embedding] = &self.outputs;
+        if logits.shape != [n as i64, SquareClass::COUNT as i64] {
+            return Err(VisionModelError::OutputShape {
+                name: "logits",
+                shape: logits.shape.clone(),
+                expected: format!("[{n}, 13]"),
+            });
+        }
+        if embedding.shape != [n as i64, self.dim as i64] {
+            return Err(VisionModelError::OutputShape {
+                name: "embedding",
+                shape: embedding.shape.clone(),
+                expected: format!("[{n}, {}]", self.dim),
+            });
+        }
+        Ok(())
+    }
+
+    /// Classifies both boards' 128 square patches in one call into `out` (128 probability
+    /// vectors, board A's squares by `rank * 8 + file`, then board B's).
+    pub fn classify(
+        &mut self,
+        crops: &Crops,
+        out: &mut Vec<[f32; SquareClass::COUNT]>,
+    ) -> Result<(), VisionModelError> {
+        self.check_crops(crops)?;
+        let n = crops.squares.len() / self.patch_bytes().max(1);
+        if n != SQUARES_PER_FRAME {
+            return Err(VisionModelError::CropCount {
+                want: SQUARES_PER_FRAME,
+                want_bytes: SQUARES_PER_FRAME * self.patch_bytes(),
+                got_bytes: crops.squares.len(),
+            });
+        }
+        self.classify_patches(&crops.squares, n, out)
+    }
+
+    /// Classifies `n` patches of the model's size (RGB, row-major) in one call.
+    pub fn classify_patches(
+        &mut self,
+        patches: &[u8],
+        n: usize,
+        out: &mut Vec<[f32; SquareClass::COUNT]>,
+    ) -> Result<(), VisionModelError> {
+        self.forward(patches, n)?;
+        self.combine(n, out);
+        Ok(())
+    }
+
+    /// The network's own softmax (no adaptation) for the last classified batch.
+    pub fn network_probabilities(&self) -> &[[f32; SquareClass::COUNT]] {
+        &self.network
+    }
+
+    /// The embeddings of the last classified batch, `D` floats per patch.
+    pub fn last_embeddings(&self) -> &[f32] {
+        &self.outputs[1].data
+    }
+
+    fn combine(&mut self, n: usize, out: &mut Vec<[f32; SquareClass::COUNT]>) {
+        const C: usize = SquareClass::COUNT;
+        let [logits, embedding] = &self.outputs;
+        self.network.resize(n, [0.0; C]);
+        out.resize(n, [0.0; C]);
+        for (row, net) in logits.data.chunks_exact(C).zip(self.network.iter_mut()) {
+            softmax_into(row, net);
+        }
+        let use_bank = self.config.mix > 0.0 && !self.bank.is_empty();
+        if !use_bank {
+            out.copy_from_slice(&self.network);
+            return;
+        }
+        let (mix, inv_t, k) = (
+            self.config.mix,
+            1.0 / self.config.temperature,
+            self.config.neighbours,
+        );
+        let dim = self.dim;
+        let bank = &self.bank;
+        for ((q, net), dst) in embedding
+            .data
+            .chunks_exact(dim)
+            .zip(&self.network)
+            .zip(out.iter_mut())
+        {
+            let qn = q.iter().map(|v| v * v).sum::<f32>().sqrt();
+            let qs = if qn > 1e-12 { 1.0 / qn } else { 0.0 };
+            // Mean of the top-k similarities per present class.
+            let mut score = [f32::NEG_INFINITY; C];
+            for (c, s) in score.iter_mut().enumerate() {
+                let len = bank.len(c);
+                if len == 0 {
+                    continue;
+                }
+                let mut top = [f32::NEG_INFINITY; 64];
+                let kk = k.min(len);
+                let base = c * bank.cap * dim;
+                for v in bank.vectors[base..base + len * dim].chunks_exact(dim) {
+                    let sim = dot(v, q) * qs;
+                    if sim > top[kk - 1] {
+                        let mut j = kk - 1;
+                        while j > 0 && top[j - 1] < sim {
+                            top[j] = top[j - 1];
+                            j -= 1;
+                        }
+                        top[j] = sim;
+                    }
+                }
+                *s = top[..kk].iter().sum::<f32>() / kk as f32;
+            }
+            let max = score.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let mut knn = [0.0f32; C];
+            let mut z = 0.0;
+            for (p, &s) in knn.iter_mut().zip(&score) {
+                if s.is_finite() {
+                    *p = ((s - max) * inv_t).exp();
+                    z += *p;
+                }
+            }
+            for c in 0..C {
+                dst[c] = (1.0 - mix) * net[c] + mix * knn[c] / z;
+            }
+        }
+    }
+
+    /// Adds the last classified batch's embeddings with `labels` (one per patch) to the bank;
+    /// `squares[i]` names patch `i`'s square (0..128) when known, so a square refreshes its own
+    /// sample.
+    fn bank_last(
+        &mut self,
+        labels: &[SquareClass],
+        squares: Option<&[u16]>,
+    ) -> Result<(), VisionModelError> {
+        let n = self.outputs[1].data.len() / self.dim.max(1);
+        if labels.len() != n {
+            return Err(VisionModelError::LabelCount {
+                want: n,
+                got: labels.len(),
+            });
+        }
+        let dim = self.dim;
+        for (i, (&label, e)) in labels
+            .iter()
+            .zip(self.outputs[1].data.chunks_exact(dim))
+            .enumerate()
+        {
+            let sq = squares.and_then(|s| s.get(i).copied());
+            self.bank.insert(label, sq, e);
+        }
+        Ok(())
+    }
+
+    /// Adapts to a table from the 128 patches of its start position (both boards in the standard
+    /// start placement: every label is known). Returns the number of samples added.
+    pub fn adapt_start(&mut self, crops: &Crops) -> Result<usize, VisionModelError> {
+        let start = start_labels();
+        let labels: Vec<SquareClass> = start.iter().chain(start.iter()).copied().collect();
+        self.confirm(crops, &labels)?;
+        Ok(labels.len())
+    }
+
+    /// Keeps adapting from a position the tracker confirmed: `labels` are the 128 true classes
+    /// (board A's 64 by `rank * 8 + file`, then board B's) of `crops`. Runs the network once.
+    pub fn confirm(
+        &mut self,
+        crops: &Crops,
+        labels: &[SquareClass],
+    ) -> Result<(), VisionModelError> {
+        self.check_crops(crops)?;
+        if labels.len() != SQUARES_PER_FRAME {
+            return Err(VisionModelError::LabelCount {
+                want: SQUARES_PER_FRAME,
+                got: labels.len(),
+            });
+        }
+        self.forward(&crops.squares, SQUARES_PER_FRAME)?;
+        let squares: Vec<u16> = (0..SQUARES_PER_FRAME as u16).collect();
+        self.bank_last(labels, Some(&squares))
+    }
+
+    /// Adds samples from the last classified batch without running the network again:
+    /// `picks` are (patch index in that batch, square id 0..128 if known, true class).
+    pub fn confirm_last(
+        &mut self,
+        picks: &[(usize, Option<u16>, SquareClass)],
+    ) -> Result<(), VisionModelError> {
+        let dim = self.dim;
+        let n = self.outputs[1].data.len() / dim.max(1);
+        for &(i, sq, label) in picks {
+            if i >= n {
+                return Err(VisionModelError::LabelCount {
+                    want: n,
+                    got: i + 1,
+                });
+            }
+            let at = i * dim;
+            self.bank
+                .insert(label, sq, &self.outputs[1].data[at..at + dim]);
+        }
+        Ok(())
+    }
+
+    /// Adds arbitrary labelled patches (any count, model-sized, no square identity), e.g. the
+    /// `adapt` rows of an evaluation set.
+    pub fn adapt_patches(
+        &mut self,
+        patches: &[u8],
+        labels: &[SquareClass],
+    ) -> Result<(), VisionModelError> {
+        if labels.is_empty() {
+            return Ok(());
+        }
+        self.forward(patches, labels.len())?;
+        self.bank_last(labels, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn fixture() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vision/squares-fixture.onnx")
+    }
+
+    fn solid_patches(colours: &[[u8; 3]]) -> Vec<u8> {
+        colours
+            .iter()
+            .flat_map(|c| std::iter::repeat_n(*c, 48 * 64).flatten())
+            .collect()
+    }
+
+    fn crops_of(colours: &[[u8; 3]]) -> Crops {
+        Crops {
+            patch_w: 48,
+            patch_h: 64,
+            squares: solid_patches(colours),
+            pocket_w: 96,
+            pocket_h: 128,
+            pockets: vec![0; 4 * 96 * 128 * 3],
+        }
+    }
+
+    #[test]
+    fn nchw_layout_is_planar_rgb_scaled_by_255() {
+        // Two 3×2 patches with distinct bytes everywhere.
+        let (w, h) = (3, 2);
+        let patches: Vec<u8> = (0..2 * w * h * 3).map(|i| (i * 7 % 256) as u8).collect();
+        let mut out = vec![9.0; 1];
+        patches_to_nchw(&patches, 2, w, h, &mut out);
+        assert_eq!(out.len(), 2 * 3 * w * h);
+        for n in 0..2 {
+            for y in 0..h {
+                for x in 0..w {
+                    for c in 0..3 {
+                        let src = patches[((n * h + y) * w + x) * 3 + c] as f32 / 255.0;
+                        let dst = out[((n * 3 + c) * h + y) * w + x];
+                        assert_eq!(src, dst, "n{n} y{y} x{x} c{c}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dot_matches_the_plain_sum() {
+        for n in [0, 3, 8, 13, 64] {
+            let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 3.0).collect();
+            let b: Vec<f32> = (0..n).map(|i| 1.0 / (i as f32 + 1.0)).collect();
+            let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!((dot(&a, &b) - plain).abs() < 1e-4, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn softmax_is_a_distribution_even_for_extreme_logits() {
+        let mut p = [0.0; 3];
+        softmax_into(&[1000.0, 0.0, -1000.0], &mut p);
+        assert!((p.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+        assert!(p[0] > 0.999);
+        softmax_into(&[f32::NAN, 0.0, 0.0], &mut p);
+        assert!(p.iter().all(|v| v.is_finite()));
+    }
+
+    #[test]
+    fn start_labels_are_the_standard_start() {
+        let s = start_labels();
+        let text: String = s.iter().map(|c| c.char()).collect();
+        assert_eq!(&text[..16], "RNBQKBNRPPPPPPPP");
+        assert_eq!(&text[48..], "pppppppprnbqkbnr");
+        assert!(text[16..48].chars().all(|c| c == '.'));
+    }
+
+    #[test]
+    fn bank_keeps_per_class_bounds_and_refreshes_squares() {
+        let mut bank = Bank::new(2, 3);
+        for i in 0..10u16 {
+            bank.insert(SquareClass::Empty, Some(i), &[1.0, i as f32]);
+        }
+        bank.insert(SquareClass::WhiteKing, Some(4), &[0.0, 2.0]);
+        assert_eq!(bank.len(SquareClass::Empty.index()), 3);
+        assert_eq!(bank.len(SquareClass::WhiteKing.index()), 1);
+        // The newest three empties (squares 7, 8, 9) survive.
+        let mut kept: Vec<u16> = bank.slots[0].iter().filter_map(|s| s.square).collect();
+        kept.sort();
+        assert_eq!(kept, vec![7, 8, 9]);
+        // Re-confirming square 8 refreshes its slot instead of evicting another square.
+        bank.insert(SquareClass::Empty, Some(8), &[0.0, 1.0]);
+        let mut kept: Vec<u16> = bank.slots[0].iter().filter_map(|s| s.square).collect();
+        kept.sort();
+        assert_eq!(kept, vec![7, 8, 9]);
+        // Stored normalised.
+        let i = bank.slots[0]
+            .iter()
+            .position(|s| s.square == Some(8))
+            .unwrap();
+        assert_eq!(&bank.vectors[i * 2..i * 2 + 2], &[0.0, 1.0]);
+        // A flood of one class never touches another.
+        for _ in 0..100 {
+            bank.insert(SquareClass::Empty, None, &[1.0, 0.0]);
+        }
+        assert_eq!(bank.len(SquareClass::WhiteKing.index()), 1);
+        assert_eq!(bank.len(SquareClass::Empty.index()), 3);
+    }
+
+    #[test]
+    fn config_validation() {
+        assert!(ClassifierConfig::default().validate().is_ok());
+        for bad in [
+            ClassifierConfig {
+                mix: 1.5,
+                ..Default::default()
+            },
+            ClassifierConfig {
+                temperature: 0.0,
+                ..Default::default()
+            },
+            ClassifierConfig {
+                neighbours: 0,
+                ..Default::default()
+            },
+            ClassifierConfig {
+                bank_per_class: 0,
+                ..Default::default()
+            },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+        let t: ClassifierConfig = toml::from_str("mix = 0.5").unwrap();
+        assert_eq!(t.mix, 0.5);
+        assert_eq!(t.neighbours, 3);
+        assert!(toml::from_str::<ClassifierConfig>("mixx = 0.5").is_err());
+    }
+
+    fn classifier() -> SquareClassifier {
+        SquareClassifier::from_path(&fixture(), &ClassifierConfig::default())
+            .expect("fixture model loads")
+    }
+
+    #[test]
+    fn fixture_logits_follow_channel_means_end_to_end() {
+        // The fixture's logits are 10 × the mean of R, G, B: a pure red patch must put its mass
+        // on class 0, green on 1, blue on 2 (checks RGB order and /255 scaling through ORT).
+        let mut c = classifier();
+        assert_eq!(c.patch_size(), (48, 64));
+        assert_eq!(c.embedding_dim(), 64);
+        let colours = [[255, 0, 0], [0, 255, 0], [0, 0, 255], [51, 0, 0]];
+        let mut out = Vec::new();
+        c.classify_patches(&solid_patches(&colours), 4, &mut out)
+            .unwrap();
+        assert_eq!(out.len(), 4);
+        for (i, row) in out.iter().take(3).enumerate() {
+            let mut logits = [0.0f32; 13];
+            logits[i] = 10.0;
+            let mut want = [0.0; 13];
+            softmax_into(&logits, &mut want);
+            for (g, w) in row.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-5, "patch {i}: {row:?}");
+            }
+        }
+        // 51/255 = 0.2 → logit 2 on class 0.
+        let mut logits = [0.0f32; 13];
+        logits[0] = 2.0;
+        let mut want = [0.0; 13];
+        softmax_into(&logits, &mut want);
+        assert!((out[3][0] - want[0]).abs() < 1e-5);
+    }
+
+    #[test]
+    fn adaptation_pulls_predictions_toward_labelled_samples() {
+        let mut c = classifier();
+        // A grey-blue patch: the network alone says class 2 (blue is the largest mean).
+        let query = [[90, 100, 140]];
+        let mut out = Vec::new();
+        c.classify_patches(&solid_patches(&query), 1, &mut out)
+            .unwrap();
+        let before = out[0];
+        assert_eq!(argmax(&before), 2);
+        // Teach it: this look is a black knight; something quite different is empty.
+        c.adapt_patches(
+            &solid_patches(&[[92, 100, 138], [250, 250, 10]]),
+            &[SquareClass::BlackKnight, SquareClass::Empty],
+        )
+        .unwrap();
+        assert_eq!(c.bank_sizes()[SquareClass::BlackKnight.index()], 1);
+        c.classify_patches(&solid_patches(&query), 1, &mut out)
+            .unwrap();
+        let after = out[0];
+        let bn = SquareClass::BlackKnight.index();
+        assert!(after[bn] > before[bn] + 0.3, "{before:?} → {after:?}");
+        assert_eq!(argmax(&after), bn);
+        assert!((after.iter().sum::<f32>() - 1.0).abs() < 1e-4);
+        // The network-only view is still available and unchanged.
+        assert_eq!(c.network_probabilities()[0], before);
+        // mix = 0 turns adaptation off.
+        c.set_mixture(0.0, 0.05, 3).unwrap();
+        c.classify_patches(&solid_patches(&query), 1, &mut out)
+            .unwrap();
+        assert_eq!(out[0], before);
+    }
+
+    fn argmax(v: &[f32]) -> usize {
+        (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap()
+    }
+
+    #[test]
+    fn adapt_start_banks_all_thirteen_classes() {
+        let mut c = classifier();
+        let colours: Vec<[u8; 3]> = (0..128).map(|i| [i as u8, 2 * i as u8, 100]).collect();
+        let crops = crops_of(&colours);
+        assert_eq!(c.adapt_start(&crops).unwrap(), 128);
+        let sizes = c.bank_sizes();
+        // Per board 32 empties, 8 pawns, 2 knights/bishops/rooks, 1 queen/king per colour;
+        // squares are distinct per board so both boards' samples count.
+        assert_eq!(sizes[0], 64);
+        assert_eq!(sizes[SquareClass::WhitePawn.index()], 16);
+        assert_eq!(sizes[SquareClass::BlackKing.index()], 2);
+        assert_eq!(sizes.iter().sum::<usize>(), 128);
+        // The same start again refreshes, it does not grow.
+        c.adapt_start(&crops).unwrap();
+        assert_eq!(c.bank_sizes(), sizes);
+    }
+
+    #[test]
+    fn bad_inputs_are_typed_errors() {
+        let mut c = classifier();
+        let mut crops = crops_of(&vec![[0, 0, 0]; 128]);
+        crops.patch_w = 32;
+        assert!(matches!(
+            c.classify(&crops, &mut Vec::new()),
+            Err(VisionModelError::CropSize { got_w: 32, .. })
+        ));
+        let crops = crops_of(&vec![[0, 0, 0]; 100]);
+        assert!(matches!(
+            c.classify(&crops, &mut Vec::new()),
+            Err(VisionModelError::CropCount { .. })
+        ));
+        let crops = crops_of(&vec![[0, 0, 0]; 128]);
+        assert!(matches!(
+            c.confirm(&crops, &[SquareClass::Empty; 5]),
+            Err(VisionModelError::LabelCount { got: 5, .. })
+        ));
+        assert!(matches!(
+            c.classify_patches(&[0u8; 10], 1, &mut Vec::new()),
+            Err(VisionModelError::CropCount { .. })
+        ));
+        let missing = SquareClassifier::from_path(
+            Path::new("/nonexistent/squares.onnx"),
+            &ClassifierConfig::default(),
+        );
+        assert!(matches!(
+            missing,
+            Err(VisionModelError::Model(ModelError::Missing(_)))
+        ));
+        // A model with the wrong I/O (the pocket fixture) is refused at load time.
+        let pockets =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vision/pockets-fixture.onnx");
+        let wrong = SquareClassifier::from_path(&pockets, &ClassifierConfig::default());
+        assert!(matches!(wrong, Err(VisionModelError::WrongIo { .. })));
+    }
+
+    #[test]
+    fn shapes_match_with_dynamic_dims() {
+        assert!(shape_matches(&[-1, 13], &[-1, 13]));
+        assert!(shape_matches(&[128, 13], &[-1, 13]));
+        assert!(!shape_matches(&[128, 12], &[-1, 13]));
+        assert!(!shape_matches(&[128], &[-1, 13]));
+    }
+}

@@ -1,0 +1,522 @@
+//! Square-classifier evaluation on labelled patch sets (`tandem eval squares`).
+//!
+//! A set is a directory with `labels.csv` (`path,label,split`; split `adapt` or `test`; label one
+//! of `empty,P,N,B,R,Q,K,p,n,b,r,q,k`; paths relative to the directory; images of any size,
+//! resized to the model's patch size). The classifier starts with an empty bank, adapts on the
+//! `adapt` rows, and is scored on the `test` rows, with and without adaptation from the same
+//! forward pass. A directory without `labels.csv` is read as a parent of such sets ("sessions",
+//! one table each): each is evaluated with its own fresh bank and the report sums them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use image::imageops::FilterType;
+use serde::Serialize;
+
+use super::classify::{SquareClassifier, VisionModelError};
+use crate::tracker::SquareClass;
+
+/// Why an evaluation set could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalSetError {
+    #[error("{}: {reason}", path.display())]
+    Io { path: PathBuf, reason: String },
+    #[error("{}: line {line}: {reason}", path.display())]
+    Row {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+    #[error("{}: neither labels.csv nor session directories with one", .0.display())]
+    NoSets(PathBuf),
+    #[error("image {}: {reason}", path.display())]
+    Image { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Model(#[from] VisionModelError),
+}
+
+/// The contract's label of a class: `empty` or the FEN letter.
+pub fn class_label(c: SquareClass) -> &'static str {
+    const LABELS: [&str; SquareClass::COUNT] = [
+        "empty", "P", "N", "B", "R", "Q", "K", "p", "n", "b", "r", "q", "k",
+    ];
+    LABELS[c.index()]
+}
+
+/// Parses a contract label (`empty` or a FEN letter, case-sensitive).
+pub fn parse_label(text: &str) -> Option<SquareClass> {
+    SquareClass::ALL
+        .iter()
+        .copied()
+        .find(|&c| class_label(c) == text)
+}
+
+/// Whether a row adapts the classifier or tests it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    Adapt,
+    Test,
+}
+
+/// One row of `labels.csv`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelledPatch {
+    pub path: PathBuf,
+    pub label: SquareClass,
+    pub split: Split,
+}
+
+/// Splits one CSV line into fields (double quotes may enclose a field; `""` is a quote).
+fn csv_fields(line: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut field = String::new();
+    let mut chars = line.chars().peekable();
+    let mut quoted = false;
+    while let Some(ch) = chars.next() {
+        match (quoted, ch) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (false, '"') if field.is_empty() => quoted = true,
+            (false, ',') => out.push(std::mem::take(&mut field)),
+            (_, c) => field.push(c),
+        }
+    }
+    if quoted {
+        return Err("unterminated quote".into());
+    }
+    out.push(field);
+    Ok(out)
+}
+
+/// Reads `dir/labels.csv` (header `path,label,split` in any column order; extra columns ignored).
+pub fn read_labels(dir: &Path) -> Result<Vec<LabelledPatch>, EvalSetError> {
+    let path = dir.join("labels.csv");
+    let text = std::fs::read_to_string(&path).map_err(|e| EvalSetError::Io {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    let row_error = |line: usize, reason: String| EvalSetError::Row {
+        path: path.clone(),
+        line,
+        reason,
+    };
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, header) = lines
+        .next()
+        .ok_or_else(|| row_error(1, "empty file, expected the header path,label,split".into()))?;
+    let header = csv_fields(header.trim_start_matches('\u{feff}')).map_err(|e| row_error(1, e))?;
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| h.trim() == name)
+            .ok_or_else(|| row_error(1, format!("header lacks column `{name}`")))
+    };
+    let (pc, lc, sc) = (col("path")?, col("label")?, col("split")?);
+    let mut rows = Vec::new();
+    for (i, line) in lines {
+        let n = i + 1;
+        let f = csv_fields(line.trim_end_matches('\r')).map_err(|e| row_error(n, e))?;
+        let get = |c: usize| {
+            f.get(c)
+                .map(|s| s.trim())
+                .ok_or_else(|| row_error(n, format!("{} fields, need {}", f.len(), header.len())))
+        };
+        let (p, l, s) = (get(pc)?, get(lc)?, get(sc)?);
+        if p.is_empty() {
+            return Err(row_error(n, "empty path".into()));
+        }
+        let label = parse_label(l).ok_or_else(|| {
+            row_error(
+                n,
+                format!("unknown label `{l}` (known: empty,P,N,B,R,Q,K,p,n,b,r,q,k)"),
+            )
+        })?;
+        let split = match s {
+            "adapt" => Split::Adapt,
+            "test" => Split::Test,
+            other => {
+                return Err(row_error(
+                    n,
+                    format!("unknown split `{other}` (adapt or test)"),
+                ));
+            }
+        };
+        rows.push(LabelledPatch {
+            path: PathBuf::from(p),
+            label,
+            split,
+        });
+    }
+    Ok(rows)
+}
+
+/// Loads one image as a `w × h` RGB patch (resized with a triangle filter when needed) and
+/// appends its bytes to `out`.
+fn load_patch(path: &Path, w: u32, h: u32, out: &mut Vec<u8>) -> Result<(), EvalSetError> {
+    let img = image::open(path)
+        .map_err(|e| EvalSetError::Image {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?
+        .to_rgb8();
+    if img.dimensions() == (w, h) {
+        out.extend_from_slice(img.as_raw());
+    } else {
+        let r = image::imageops::resize(&img, w, h, FilterType::Triangle);
+        out.extend_from_slice(r.as_raw());
+    }
+    Ok(())
+}
+
+/// Right and total per class, and the confusion counts (`confusion[truth][predicted]`).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Tally {
+    right: [usize; SquareClass::COUNT],
+    total: [usize; SquareClass::COUNT],
+    confusion: [[usize; SquareClass::COUNT]; SquareClass::COUNT],
+}
+
+impl Tally {
+    fn add(&mut self, truth: SquareClass, probs: &[f32; SquareClass::COUNT]) {
+        let pred = (0..SquareClass::COUNT)
+            .max_by(|&a, &b| probs[a].total_cmp(&probs[b]))
+            .unwrap_or(0);
+        let t = truth.index();
+        self.total[t] += 1;
+        if pred == t {
+            self.right[t] += 1;
+        }
+        self.confusion[t][pred] += 1;
+    }
+
+    fn merge(&mut self, o: &Tally) {
+        for c in 0..SquareClass::COUNT {
+            self.right[c] += o.right[c];
+            self.total[c] += o.total[c];
+            for p in 0..SquareClass::COUNT {
+                self.confusion[c][p] += o.confusion[c][p];
+            }
+        }
+    }
+
+    fn accuracy(&self) -> f64 {
+        let t: usize = self.total.iter().sum();
+        if t == 0 {
+            0.0
+        } else {
+            self.right.iter().sum::<usize>() as f64 / t as f64
+        }
+    }
+
+    fn per_class(&self) -> BTreeMap<String, ClassScore> {
+        SquareClass::ALL
+            .iter()
+            .filter(|c| self.total[c.index()] > 0)
+            .map(|&c| {
+                let (r, t) = (self.right[c.index()], self.total[c.index()]);
+                (
+                    class_label(c).to_string(),
+                    ClassScore {
+                        test_rows: t,
+                        right: r,
+                        accuracy: r as f64 / t as f64,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn errors(&self) -> Vec<Confusion> {
+        let mut out = Vec::new();
+        for (t, row) in self.confusion.iter().enumerate() {
+            for (p, &n) in row.iter().enumerate() {
+                if t != p && n > 0 {
+                    out.push(Confusion {
+                        truth: class_label(SquareClass::ALL[t]).to_string(),
+                        predicted: class_label(SquareClass::ALL[p]).to_string(),
+                        count: n,
+                    });
+                }
+            }
+        }
+        out.sort_by_key(|c| std::cmp::Reverse(c.count));
+        out
+    }
+}
+
+/// Accuracy on one class's test rows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassScore {
+    pub test_rows: usize,
+    pub right: usize,
+    pub accuracy: f64,
+}
+
+/// How often a true class was read as another.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Confusion {
+    pub truth: String,
+    pub predicted: String,
+    pub count: usize,
+}
+
+/// One set's (session's) figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionScore {
+    pub dir: String,
+    pub adapt_rows: usize,
+    pub test_rows: usize,
+    pub accuracy: f64,
+    pub accuracy_without_adaptation: f64,
+}
+
+/// The report of `tandem eval squares`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SquaresReport {
+    pub dataset: String,
+    pub model: String,
+    pub sessions: usize,
+    pub adapt_rows: usize,
+    pub test_rows: usize,
+    /// After adaptation on the `adapt` rows (per session).
+    pub accuracy: f64,
+    pub per_class: BTreeMap<String, ClassScore>,
+    /// The network alone on the same rows.
+    pub accuracy_without_adaptation: f64,
+    pub per_class_without_adaptation: BTreeMap<String, ClassScore>,
+    /// Misreads after adaptation, most frequent first.
+    pub errors: Vec<Confusion>,
+    pub per_session: Vec<SessionScore>,
+    /// Mixture settings used (see `ClassifierConfig`).
+    pub mix: f32,
+    pub temperature: f32,
+    pub neighbours: usize,
+}
+
+/// The set directories under `dir`: `dir` itself if it has `labels.csv`, else its immediate
+/// subdirectories that have one (sorted).
+pub fn sets_under(dir: &Path) -> Result<Vec<PathBuf>, EvalSetError> {
+    if dir.join("labels.csv").is_file() {
+        return Ok(vec![dir.to_path_buf()]);
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| EvalSetError::Io {
+        path: dir.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let mut sets: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("labels.csv").is_file())
+        .collect();
+    sets.sort();
+    if sets.is_empty() {
+        return Err(EvalSetError::NoSets(dir.to_path_buf()));
+    }
+    Ok(sets)
+}
+
+/// Rows per forward pass when scoring (the run-time batch is 128 as well).
+const BATCH: usize = 128;
+
+/// Evaluates `classifier` on every set under `dir` (see the module doc). The classifier's bank
+/// is cleared before each set and left holding the last set's samples.
+pub fn evaluate_squares(
+    classifier: &mut SquareClassifier,
+    dir: &Path,
+) -> Result<SquaresReport, EvalSetError> {
+    let sets = sets_under(dir)?;
+    // Read every labels.csv first so that a malformed file fails before any inference.
+    let mut all = Vec::with_capacity(sets.len());
+    for set in &sets {
+        all.push((set.clone(), read_labels(set)?));
+    }
+    let (w, h) = classifier.patch_size();
+    let mut adapted = Tally::default();
+    let mut plain = Tally::default();
+    let mut per_session = Vec::new();
+    let (mut adapt_rows, mut test_rows) = (0, 0);
+    let mut patches = Vec::new();
+    let mut probs = Vec::new();
+    for (set, rows) in &all {
+        classifier.clear_bank();
+        let (adapt, test): (Vec<&LabelledPatch>, Vec<&LabelledPatch>) =
+            rows.iter().partition(|r| r.split == Split::Adapt);
+        for chunk in adapt.chunks(BATCH) {
+            patches.clear();
+            for r in chunk {
+                load_patch(&set.join(&r.path), w, h, &mut patches)?;
+            }
+            let labels: Vec<SquareClass> = chunk.iter().map(|r| r.label).collect();
+            classifier.adapt_patches(&patches, &labels)?;
+        }
+        let (mut a, mut p) = (Tally::default(), Tally::default());
+        for chunk in test.chunks(BATCH) {
+            patches.clear();
+            for r in chunk {
+                load_patch(&set.join(&r.path), w, h, &mut patches)?;
+            }
+            classifier.classify_patches(&patches, chunk.len(), &mut probs)?;
+            for (i, r) in chunk.iter().enumerate() {
+                a.add(r.label, &probs[i]);
+                p.add(r.label, &classifier.network_probabilities()[i]);
+            }
+        }
+        per_session.push(SessionScore {
+            dir: set.display().to_string(),
+            adapt_rows: adapt.len(),
+            test_rows: test.len(),
+            accuracy: a.accuracy(),
+            accuracy_without_adaptation: p.accuracy(),
+        });
+        adapt_rows += adapt.len();
+        test_rows += test.len();
+        adapted.merge(&a);
+        plain.merge(&p);
+    }
+    let cfg = classifier.config();
+    Ok(SquaresReport {
+        dataset: dir.display().to_string(),
+        model: cfg
+            .model
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        sessions: all.len(),
+        adapt_rows,
+        test_rows,
+        accuracy: adapted.accuracy(),
+        per_class: adapted.per_class(),
+        accuracy_without_adaptation: plain.accuracy(),
+        per_class_without_adaptation: plain.per_class(),
+        errors: adapted.errors(),
+        per_session,
+        mix: cfg.mix,
+        temperature: cfg.temperature,
+        neighbours: cfg.neighbours,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vision::classify::ClassifierConfig;
+    use image::{Rgb, RgbImage};
+
+    #[test]
+    fn labels_round_trip() {
+        for c in SquareClass::ALL {
+            assert_eq!(parse_label(class_label(c)), Some(c));
+        }
+        assert_eq!(parse_label("x"), None);
+        assert_eq!(parse_label("Empty"), None);
+    }
+
+    #[test]
+    fn csv_fields_handle_quotes() {
+        assert_eq!(csv_fields("a,b,c").unwrap(), vec!["a", "b", "c"]);
+        assert_eq!(
+            csv_fields("\"x,y.png\",K,test").unwrap(),
+            vec!["x,y.png", "K", "test"]
+        );
+        assert_eq!(csv_fields("\"a\"\"b\",,").unwrap(), vec!["a\"b", "", ""]);
+        assert!(csv_fields("\"open,K,test").is_err());
+    }
+
+    fn write(dir: &Path, name: &str, text: &str) {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+
+    #[test]
+    fn malformed_rows_name_the_line() {
+        let d = tempfile::tempdir().unwrap();
+        write(
+            d.path(),
+            "labels.csv",
+            "path,label,split\na.png,K,test\nb.png,X,test\n",
+        );
+        let e = read_labels(d.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("line 3") && e.contains("unknown label `X`"),
+            "{e}"
+        );
+        write(d.path(), "labels.csv", "path,label,split\na.png,K,train\n");
+        let e = read_labels(d.path()).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("unknown split"), "{e}");
+        write(d.path(), "labels.csv", "path,label,split\na.png,K\n");
+        let e = read_labels(d.path()).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("fields"), "{e}");
+        write(d.path(), "labels.csv", "file,label,split\n");
+        let e = read_labels(d.path()).unwrap_err().to_string();
+        assert!(e.contains("`path`"), "{e}");
+        // Column order is free, extra columns are ignored, CRLF is fine.
+        write(
+            d.path(),
+            "labels.csv",
+            "split,extra,label,path\r\nadapt,1,empty,x.png\r\n\r\ntest,2,q,y.png\r\n",
+        );
+        let rows = read_labels(d.path()).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].label, SquareClass::BlackQueen);
+        assert_eq!(rows[1].path, PathBuf::from("y.png"));
+        assert_eq!(rows[0].split, Split::Adapt);
+    }
+
+    #[test]
+    fn missing_dataset_and_corrupt_images_are_errors() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(matches!(sets_under(d.path()), Err(EvalSetError::NoSets(_))));
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vision/squares-fixture.onnx");
+        let mut c = SquareClassifier::from_path(&fixture, &ClassifierConfig::default()).unwrap();
+        write(d.path(), "labels.csv", "path,label,split\nbad.png,K,test\n");
+        write(d.path(), "bad.png", "not a png");
+        let e = evaluate_squares(&mut c, d.path()).unwrap_err().to_string();
+        assert!(e.contains("bad.png"), "{e}");
+    }
+
+    /// Solid-colour patches of different sizes; the fixture network reads the largest channel
+    /// (empty ← red, P ← green, N ← blue), so the no-adaptation score is computable by hand,
+    /// and adaptation on the `adapt` rows must fix a class the network gets wrong.
+    #[test]
+    fn scores_with_and_without_adaptation() {
+        let root = tempfile::tempdir().unwrap();
+        let d = root.path().join("s1");
+        std::fs::create_dir(&d).unwrap();
+        let solid = |name: &str, rgb: [u8; 3], w: u32, h: u32| {
+            RgbImage::from_pixel(w, h, Rgb(rgb))
+                .save(d.join(name))
+                .unwrap();
+        };
+        solid("red.png", [200, 20, 20], 48, 64);
+        solid("green.png", [20, 200, 20], 30, 30);
+        solid("yellowish.png", [210, 190, 30], 100, 80);
+        solid("yellowish2.png", [205, 195, 25], 48, 64);
+        write(
+            &d,
+            "labels.csv",
+            "path,label,split\n\
+             red.png,empty,adapt\ngreen.png,P,adapt\nyellowish.png,k,adapt\n\
+             red.png,empty,test\ngreen.png,P,test\nyellowish2.png,k,test\n",
+        );
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vision/squares-fixture.onnx");
+        let mut c = SquareClassifier::from_path(&fixture, &ClassifierConfig::default()).unwrap();
+        // The parent directory is read as a set of sessions.
+        let r = evaluate_squares(&mut c, root.path()).unwrap();
+        assert_eq!(r.sessions, 1);
+        assert_eq!((r.adapt_rows, r.test_rows), (3, 3));
+        // The network reads yellowish as empty (red largest): 2 of 3 without adaptation.
+        assert!((r.accuracy_without_adaptation - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!(r.per_class_without_adaptation["k"].right, 0);
+        // With the adapt rows, the nearest sample of yellowish2 is the labelled yellowish: k.
+        assert_eq!(r.accuracy, 1.0);
+        assert_eq!(r.per_class["k"].accuracy, 1.0);
+        assert!(r.errors.is_empty());
+        assert_eq!(r.per_session.len(), 1);
+    }
+}
