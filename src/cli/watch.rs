@@ -12,7 +12,8 @@ use tandem_monitor::watch::eval::{
     GameEvalOptions, TimedEvent, eval_game, eval_motion, watch_frames,
 };
 use tandem_monitor::watch::{
-    ClockFeed, SimGameDir, TableReader, TruthReader, WatchConfig, Watcher, list_frames, new_tracker,
+    ClockFeed, OnnxReader, SimGameDir, TableReader, TruthReader, WatchConfig, Watcher, list_frames,
+    new_tracker,
 };
 
 /// Which reader turns frames into square probabilities.
@@ -95,8 +96,12 @@ fn load_config(path: Option<&Path>) -> anyhow::Result<WatchConfig> {
     }
 }
 
-fn onnx_reader(_cal: &Calibration) -> anyhow::Result<Box<dyn TableReader>> {
-    bail!("the ONNX reader is not available in this build (use --reader truth on a simulated game)")
+fn onnx_reader(cal: &Calibration, cfg: &WatchConfig) -> anyhow::Result<Box<dyn TableReader>> {
+    let reader = OnnxReader::new(cal, &cfg.reader)?;
+    if !reader.has_pockets() {
+        eprintln!("warning: no pocket model: reading squares only (no pocket alerts)");
+    }
+    Ok(Box::new(reader))
 }
 
 fn print_event(e: &Event, json: bool) -> anyhow::Result<()> {
@@ -146,7 +151,7 @@ pub fn watch(args: WatchArgs) -> anyhow::Result<()> {
         .unwrap_or(10.0);
     let frames = list_frames(&frames_dir, fps)?;
     let reader: Box<dyn TableReader> = match (args.reader, &game) {
-        (ReaderKind::Onnx, _) => onnx_reader(&cal)?,
+        (ReaderKind::Onnx, _) => onnx_reader(&cal, &cfg)?,
         (ReaderKind::Truth, Some(g)) => Box::new(TruthReader::new(g, 0.97)?),
         (ReaderKind::Truth, None) => {
             bail!("--reader truth needs a simulated game directory (game.json, truth.jsonl)")
@@ -180,7 +185,7 @@ fn watch_camera(
         ..V4l2Config::default()
     };
     let mut camera = open_camera(&config)?;
-    let reader = onnx_reader(cal)?;
+    let reader = onnx_reader(cal, cfg)?;
     let tracker = new_tracker(&cal.table, rules, cfg)?;
     let mut watcher = Watcher::new(cal, reader, tracker, cfg)?;
     let start = std::time::Instant::now();
@@ -212,7 +217,7 @@ pub fn eval_game_cmd(args: EvalGameArgs) -> anyhow::Result<()> {
         &game,
         |g, cal| match kind {
             ReaderKind::Truth => Ok(Box::new(TruthReader::new(g, 0.97)?) as Box<dyn TableReader>),
-            ReaderKind::Onnx => onnx_reader(cal)
+            ReaderKind::Onnx => onnx_reader(cal, &opts.watch)
                 .map_err(|e| tandem_monitor::watch::WatchError::Reader(e.to_string())),
         },
         &opts,

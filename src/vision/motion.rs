@@ -194,7 +194,8 @@ impl MotionDetector {
                 pts.push([p[0], p[1] - lift]);
             }
             let poly = hull(pts);
-            let cell = (square / cfg.cells_per_square).max(2.0);
+            // Small images: keep cells big enough that sensor noise averages out.
+            let cell = (square / cfg.cells_per_square).max(6.0);
             let (mut x0, mut y0, mut x1, mut y1) = (f64::MAX, f64::MAX, f64::MIN, f64::MIN);
             for p in &poly {
                 x0 = x0.min(p[0]);
@@ -330,9 +331,11 @@ impl MotionDetector {
     }
 }
 
-/// Fraction of cells whose luma differs from `reference` by more than `thr` after compensating a
-/// global gain (the median ratio of the two frames' cells: light flicker cancels; a hand covering
-/// less than half the region does not move the median).
+/// Fraction of cells whose luma differs from `reference` by more than the threshold after
+/// compensating a global gain (the median ratio of the two frames' cells: light flicker cancels;
+/// a hand covering less than half the region does not move the median). The threshold is `thr`
+/// or, on noisier images, `NOISE_SIGMAS` times the noise estimated from the median absolute
+/// difference (again robust to a hand over less than half of the cells).
 fn changed_fraction(now: &[f32], reference: &[f32], thr: f32) -> f32 {
     let mut ratios: Vec<f32> = now
         .iter()
@@ -346,13 +349,24 @@ fn changed_fraction(now: &[f32], reference: &[f32], thr: f32) -> f32 {
         let mid = ratios.len() / 2;
         *ratios.select_nth_unstable_by(mid, |a, b| a.total_cmp(b)).1
     };
-    let changed = now
+    let mut diffs: Vec<f32> = now
         .iter()
         .zip(reference)
-        .filter(|(n, r)| (**n - gain * **r).abs() > thr)
-        .count();
+        .map(|(n, r)| (*n - gain * *r).abs())
+        .collect();
+    let mid = diffs.len() / 2;
+    let mad = if diffs.is_empty() {
+        0.0
+    } else {
+        *diffs.select_nth_unstable_by(mid, |a, b| a.total_cmp(b)).1
+    };
+    let thr = thr.max(NOISE_SIGMAS * 1.4826 * mad);
+    let changed = diffs.iter().filter(|d| **d > thr).count();
     changed as f32 / now.len().max(1) as f32
 }
+
+/// How many noise standard deviations a cell must change by on noisy images.
+const NOISE_SIGMAS: f32 = 5.0;
 
 #[cfg(test)]
 mod tests {

@@ -13,6 +13,7 @@
 
 pub mod eval;
 pub mod frames;
+mod onnx;
 pub mod simgame;
 
 use image::RgbImage;
@@ -25,6 +26,7 @@ use crate::vision::Calibration;
 use crate::vision::motion::{MotionConfig, MotionCues, MotionDetector, MotionError};
 
 pub use frames::{ClockFeed, FrameFile, list_frames};
+pub use onnx::OnnxReader;
 pub use simgame::{SimGameDir, TruthReader};
 
 /// Why watching failed.
@@ -56,7 +58,7 @@ impl WatchError {
 /// What a reader sees in one frame: per board 64 probability vectors over [`SquareClass`]
 /// (a1 = 0 … h8 = 63) and, if the reader has a pocket model, both pockets' counts.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FrameReading {
+pub struct TableReading {
     pub squares: [Box<[[f32; SquareClass::COUNT]; 64]>; 2],
     pub pockets: Option<[PocketReading; 2]>,
 }
@@ -68,7 +70,7 @@ pub trait TableReader: Send {
     fn name(&self) -> &str;
 
     /// Reads the frame taken at `ts` (ms).
-    fn read(&mut self, frame: &RgbImage, ts: u64) -> Result<FrameReading, WatchError>;
+    fn read(&mut self, frame: &RgbImage, ts: u64) -> Result<TableReading, WatchError>;
 
     /// Adapts to this table's pieces, board and light from a calm frame that shows `table`
     /// (the start position). Returns whether the reader changed.
@@ -88,12 +90,14 @@ pub trait TableReader: Send {
     }
 }
 
-/// Watch configuration (TOML sections `[motion]` and `[tracker]`, both optional).
+/// Watch configuration (TOML sections `[motion]`, `[tracker]` and `[reader]`, all optional).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WatchConfig {
     pub motion: MotionConfig,
     pub tracker: TrackerConfig,
+    /// The ONNX frame reader (rectification, square classifier, pocket reader).
+    pub reader: crate::vision::ReaderConfig,
     /// Do not adapt the reader on the start position.
     pub no_adapt: bool,
 }

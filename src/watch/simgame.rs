@@ -17,7 +17,7 @@ use crate::engine::{BoardId, Color, Role, Table, Variant};
 use crate::tracker::{PocketReading, SquareClass};
 
 use super::frames::{ClockFeed, FrameFile, list_frames};
-use super::{FrameReading, TableReader, WatchError};
+use super::{TableReader, TableReading, WatchError};
 
 /// `game.json` (the fields used here).
 #[derive(Debug, Clone, Deserialize)]
@@ -308,7 +308,7 @@ impl TableReader for TruthReader {
         "truth"
     }
 
-    fn read(&mut self, _frame: &RgbImage, ts: u64) -> Result<FrameReading, WatchError> {
+    fn read(&mut self, _frame: &RgbImage, ts: u64) -> Result<TableReading, WatchError> {
         let (classes, hidden, pockets) = self
             .lines
             .get(&ts)
@@ -325,7 +325,7 @@ impl TableReader for TruthReader {
             }
             sq
         });
-        Ok(FrameReading {
+        Ok(TableReading {
             squares,
             pockets: Some(*pockets),
         })
