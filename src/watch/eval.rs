@@ -211,7 +211,8 @@ pub struct GameEval {
     pub reader: String,
     pub calibration: String,
     pub calibration_detail: CalibrationUsed,
-    pub adapted: bool,
+    /// Whether the reader was adapted on each board's start position.
+    pub adapted: [bool; 2],
     pub clock: bool,
     pub frames: usize,
     pub moves_truth: usize,

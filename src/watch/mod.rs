@@ -8,8 +8,9 @@
 //! and [`eval`] compares a watched game with its truth (`tandem eval game`). See `docs/watch.md`.
 //!
 //! Invariants: frames are processed in time order; a clock press is handed to the tracker before
-//! the first frame at or after its time; the reader is adapted at most once, on a calm frame of
-//! the start position, before any move was committed.
+//! the first frame at or after its time; each board's reader is adapted at most once, on a calm
+//! frame (not the first) while the tracked board is still in its start position, and — if a hand
+//! was already seen on it — only when the unadapted reading agrees with the start position.
 
 pub mod eval;
 pub mod frames;
@@ -72,14 +73,21 @@ pub trait TableReader: Send {
     /// Reads the frame taken at `ts` (ms).
     fn read(&mut self, frame: &RgbImage, ts: u64) -> Result<TableReading, WatchError>;
 
-    /// Adapts to this table's pieces, board and light from a calm frame that shows `table`
-    /// (the start position). Returns whether the reader changed.
-    fn adapt(&mut self, _frame: &RgbImage, _table: &Table) -> Result<bool, WatchError> {
+    /// Adapts to this table's pieces, board and light: `frame` (the frame just read) shows
+    /// `start` on `board`. Returns whether the reader changed. By default the same as
+    /// [`TableReader::confirm`].
+    fn adapt(
+        &mut self,
+        frame: &RgbImage,
+        board: BoardId,
+        start: &Position,
+    ) -> Result<bool, WatchError> {
+        self.confirm(frame, board, start)?;
         Ok(false)
     }
 
-    /// Confirms that board `board` of `frame` shows `position` (a position the tracker
-    /// committed and that stayed calm): readers may keep it as a labelled example.
+    /// Confirms that board `board` of `frame` (the frame just read) shows `position` (a position
+    /// the tracker committed, on a calm frame): readers may keep it as a labelled example.
     fn confirm(
         &mut self,
         _frame: &RgbImage,
@@ -135,7 +143,9 @@ pub struct Watcher {
     reader: Box<dyn TableReader>,
     tracker: Tracker,
     adapt: bool,
-    adapted: bool,
+    adapted: [bool; 2],
+    /// A hand or motion was seen on the board since the start.
+    moved: [bool; 2],
     /// Boards with a committed move waiting for a calm frame to confirm it to the reader.
     to_confirm: [bool; 2],
     frames: u64,
@@ -154,7 +164,8 @@ impl Watcher {
             reader,
             tracker,
             adapt: !cfg.no_adapt,
-            adapted: false,
+            adapted: [false; 2],
+            moved: [false; 2],
             to_confirm: [false; 2],
             frames: 0,
         })
@@ -165,8 +176,8 @@ impl Watcher {
         &self.tracker
     }
 
-    /// Whether the reader was adapted on the start position.
-    pub fn adapted(&self) -> bool {
+    /// Whether the reader was adapted on each board's start position.
+    pub fn adapted(&self) -> [bool; 2] {
         self.adapted
     }
 
@@ -203,13 +214,20 @@ impl Watcher {
         let calm = [motion[0].score < threshold, motion[1].score < threshold];
         let first = self.frames == 0;
         self.frames += 1;
-        // The first frame has no motion reference; do not trust it for adaptation.
-        if self.adapt && !self.adapted && !first && calm[0] && calm[1] && self.no_move_yet() {
-            let start = self.tracker.table().clone();
-            self.reader.adapt(frame, &start)?;
-            self.adapted = true;
-        }
         let reading = self.reader.read(frame, ts)?;
+        for b in [BoardId::A, BoardId::B] {
+            let i = b.index();
+            self.moved[i] |= !calm[i];
+            // The first frame has no motion reference; do not trust it for adaptation.
+            if self.adapt && !self.adapted[i] && !first && calm[i] {
+                let start = Table::new().board(b).clone();
+                let untouched = self.tracker.table().board(b).to_fen() == start.to_fen();
+                if untouched && (!self.moved[i] || agreement(&reading, b, &start) >= 56) {
+                    self.reader.adapt(frame, b, &start)?;
+                    self.adapted[i] = true;
+                }
+            }
+        }
         let t2 = std::time::Instant::now();
         let mut events = Vec::new();
         for b in [BoardId::A, BoardId::B] {
@@ -245,11 +263,19 @@ impl Watcher {
             },
         ))
     }
+}
 
-    fn no_move_yet(&self) -> bool {
-        // Adaptation labels every square from the start position: only valid before any move.
-        self.tracker.table().to_fen() == Table::new().to_fen()
-    }
+/// Squares of `board` whose most probable class is the one `pos` has.
+fn agreement(reading: &TableReading, board: BoardId, pos: &Position) -> usize {
+    crate::engine::Square::all()
+        .filter(|sq| {
+            let v = &reading.squares[board.index()][sq.index()];
+            let best = (0..SquareClass::COUNT)
+                .max_by(|&a, &b| v[a].total_cmp(&v[b]))
+                .unwrap_or(0);
+            best == SquareClass::on(pos, *sq).index()
+        })
+        .count()
 }
 
 /// A tracker for watching `table_id` under `rules` from the start position.

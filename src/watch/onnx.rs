@@ -2,7 +2,7 @@
 
 use image::RgbImage;
 
-use crate::engine::{BoardId, Position, Square, Table};
+use crate::engine::{BoardId, Position, Square};
 use crate::tracker::SquareClass;
 use crate::vision::{Calibration, FrameReader, ReaderConfig};
 
@@ -81,17 +81,6 @@ impl TableReader for OnnxReader {
                 .pockets
                 .map(|p| [p.reading(BoardId::A), p.reading(BoardId::B)]),
         })
-    }
-
-    fn adapt(&mut self, frame: &RgbImage, table: &Table) -> Result<bool, WatchError> {
-        let err = |e: crate::vision::ReadError| WatchError::Reader(e.to_string());
-        self.inner.read(frame).map_err(err)?;
-        for b in [BoardId::A, BoardId::B] {
-            self.inner
-                .confirm_last(b, &labels(table.board(b)))
-                .map_err(err)?;
-        }
-        Ok(true)
     }
 
     fn confirm(
