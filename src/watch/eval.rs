@@ -169,6 +169,9 @@ pub struct GameEvalOptions {
 pub struct IncidentScore {
     pub kind: String,
     pub injected: usize,
+    /// Injected but not counted: visible for less than the pocket grace + 1 s, or cut off by the
+    /// end of the recording (no detector can see them; as in `eval tracker-sim`).
+    pub undetectable: usize,
     pub detected: usize,
     pub alerts: usize,
     pub alerts_matched: usize,
@@ -341,6 +344,16 @@ pub fn eval_game(
             .iter_mut()
             .find(|s| s.kind == inc.kind)
             .expect("every alert kind has a score row");
+        let last_ts = game.frames.last().map_or(0, |f| f.ts);
+        let needs = if inc.kind == "illegal-move" {
+            0
+        } else {
+            grace + 1000
+        };
+        if inc.ts_ms[1].saturating_sub(inc.ts_ms[0]) < needs || inc.ts_ms[0] + needs > last_ts {
+            score.undetectable += 1;
+            continue;
+        }
         score.injected += 1;
         let hit = events.iter().enumerate().position(|(k, e)| {
             !matched[k]
