@@ -501,7 +501,6 @@ pub fn eval_motion(
         };
         for b in 0..2 {
             let calm = cues[b].score < threshold;
-            let mut over_flag = false;
             if truth.hands[b] {
                 out.hand_frames += 1;
                 out.hand_frames_calm += calm as usize;
@@ -513,7 +512,6 @@ pub fn eval_motion(
                 let over = truth.occluded[b]
                     .iter()
                     .any(|s| !before.contains(s) && !after.contains(s));
-                over_flag = over;
                 if over {
                     out.over_board_frames += 1;
                     out.over_board_calm += calm as usize;
@@ -525,17 +523,6 @@ pub fn eval_motion(
                 last_free[b] = Some(game.truth.partition_point(|t| t.ts_ms < f.ts));
             }
             prev_calm[b] = calm;
-            if std::env::var_os("TANDEM_MOTION_TRACE").is_some() {
-                eprintln!(
-                    "{} {b} hand={} over={} frame={:.4} bg={:.4} score={:.3}",
-                    f.ts,
-                    truth.hands[b] as u8,
-                    over_flag as u8,
-                    cues[b].frame,
-                    cues[b].background,
-                    cues[b].score
-                );
-            }
         }
     }
     out.motion_ms = Latency::of(times);
