@@ -434,14 +434,14 @@ mod tests {
         }
         // A hand and forearm reaching over board A (left) from the near edge.
         let mut img = frame(7, 6, 1.0);
-        paint_hand(&mut img, 100, 130, 120, 230);
+        paint_hand(&mut img, 70, 100, 165, 260);
         let s = det.update(&img, ts).unwrap();
         assert!(s[0].score >= 0.3, "{s:?}");
         assert!(s[1].score < 0.3, "{s:?}");
         // The hand stands still: frame difference calm, background difference still large.
         ts += 100;
         let mut img = frame(8, 6, 1.0);
-        paint_hand(&mut img, 100, 130, 120, 230);
+        paint_hand(&mut img, 70, 100, 165, 260);
         let s = det.update(&img, ts).unwrap();
         assert!(s[0].frame < 0.01, "{s:?}");
         assert!(s[0].score >= 0.3, "a resting hand is not calm: {s:?}");
