@@ -16,3 +16,4 @@ pub mod runtime;
 pub mod sim;
 pub mod tracker;
 pub mod vision;
+pub mod watch;

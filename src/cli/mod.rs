@@ -12,6 +12,7 @@ mod run;
 mod sim;
 mod tracker;
 mod vision;
+mod watch;
 
 /// Watches over-the-board Tandem (bughouse) chess tables and referees them.
 #[derive(Debug, Parser)]
@@ -52,6 +53,8 @@ enum Command {
     Eval(tracker::EvalCommand),
     /// Find both boards, a1, board A and the pockets in a frame; write calibration/<table>.toml.
     Calibrate(vision::CalibrateArgs),
+    /// Watch a table from frames (a folder or camera:N) and print the referee's events.
+    Watch(watch::WatchArgs),
     /// Read every square and pocket of a frame with a calibration (optionally adapting first).
     Classify(vision::ClassifyArgs),
 }
@@ -72,6 +75,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::ClockSim(args) => run::clock_sim(args),
         Command::Eval(cmd) => tracker::eval(cmd),
         Command::Calibrate(args) => vision::calibrate(args),
+        Command::Watch(args) => watch::watch(args),
         Command::Classify(args) => vision::classify(args),
     }
 }

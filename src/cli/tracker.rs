@@ -14,6 +14,10 @@ pub enum EvalCommand {
     /// Run the tracker on simulated camera observations of every game of a BPGN file and compare
     /// the committed moves with the record.
     TrackerSim(TrackerSimArgs),
+    /// Watch a simulated game directory (frames → vision → tracker) and compare with its truth.
+    Game(super::watch::EvalGameArgs),
+    /// Score the motion detector of a simulated game directory against the truth's hands.
+    Motion(super::watch::EvalMotionArgs),
     /// Adapt the square classifier on a labelled set's `adapt` rows and score its `test` rows.
     Squares(super::vision::SquaresArgs),
     /// Count the pocket patches of a labelled set (pockets.csv) and score exact counts.
@@ -65,6 +69,8 @@ pub struct TrackerSimArgs {
 pub fn eval(cmd: EvalCommand) -> anyhow::Result<()> {
     match cmd {
         EvalCommand::TrackerSim(args) => tracker_sim(args),
+        EvalCommand::Game(args) => super::watch::eval_game_cmd(args),
+        EvalCommand::Motion(args) => super::watch::eval_motion_cmd(args),
         EvalCommand::Squares(args) => super::vision::eval_squares(args),
         EvalCommand::Pockets(args) => super::vision::eval_pockets(args),
     }

@@ -13,6 +13,7 @@ pub mod detect;
 pub mod evaluate;
 pub mod geometry;
 pub mod model;
+pub mod motion;
 pub mod overlay;
 pub mod pockets;
 pub mod reader;

@@ -1,0 +1,544 @@
+//! `tandem eval game` and `tandem eval motion`: a watched simulated game against its truth.
+//!
+//! Moves are scored per board as the longest common subsequence of committed and true moves
+//! over the longer of the two (one missed move costs one move). Incidents: an injected
+//! `illegal-move` is detected by an `illegal_move` event, `missing-handover` by
+//! `handover_missing`, `hidden-pocket` by `hidden_pocket`, each on the incident's board between
+//! its start and its end + pocket grace + 1 s. False alerts: `desync` (lost), and `illegal_move`
+//! or pocket alerts that match no injected incident. Latency: wall time of the `press` or
+//! `frame` call that returned a move event (motion, reading and tracking; JPEG decoding is
+//! reported separately as `decode_ms`).
+
+use std::path::Path;
+use std::time::Instant;
+
+use image::RgbImage;
+use serde::Serialize;
+
+use crate::engine::BoardId;
+use crate::rules::{DesyncState, Event, EventBody, RuleSet};
+use crate::vision::{Calibration, CalibrationConfig, Point};
+
+use super::frames::{ClockFeed, FrameFile};
+use super::simgame::{SimGameDir, board_of};
+use super::{FrameStats, TableReader, WatchConfig, WatchError, Watcher, new_tracker};
+
+/// Loads and decodes one frame.
+pub fn load_frame(path: &Path) -> Result<RgbImage, WatchError> {
+    Ok(image::open(path)
+        .map_err(|e| WatchError::file(path, e))?
+        .to_rgb8())
+}
+
+/// How the calibration of an evaluated game was obtained.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CalibrationUsed {
+    /// `"detected"`, or `"truth"` when detection failed or disagreed with the truth corners.
+    pub source: String,
+    /// Largest distance of a detected corner from the truth, in squares (None if not detected).
+    pub detected_error_squares: Option<f64>,
+    /// Why detection was not used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_reason: Option<String>,
+}
+
+/// Detects the calibration in the first frame; falls back to the truth corners (flagged) when
+/// detection fails or any corner is more than half a square off.
+pub fn calibrate_sim(
+    game: &SimGameDir,
+    first: &RgbImage,
+) -> Result<(Calibration, CalibrationUsed), WatchError> {
+    let truth = game
+        .truth
+        .first()
+        .ok_or_else(|| WatchError::Reader("truth.jsonl is empty".into()))?;
+    let corners: [[Point; 4]; 2] = truth.corners;
+    let cfg = CalibrationConfig::default();
+    let (reason, error) = match Calibration::detect(first, "sim", &cfg) {
+        Ok(cal) => {
+            let mut worst: f64 = 0.0;
+            for (b, c) in corners.iter().enumerate() {
+                let square = (0..4)
+                    .map(|i| {
+                        let (p, q) = (c[i], c[(i + 1) % 4]);
+                        (p[0] - q[0]).hypot(p[1] - q[1])
+                    })
+                    .sum::<f64>()
+                    / 32.0;
+                for (p, q) in cal.boards[b].corners.iter().zip(c) {
+                    worst = worst.max((p[0] - q[0]).hypot(p[1] - q[1]) / square);
+                }
+            }
+            if worst <= 0.5 {
+                return Ok((
+                    cal,
+                    CalibrationUsed {
+                        source: "detected".into(),
+                        detected_error_squares: Some(worst),
+                        fallback_reason: None,
+                    },
+                ));
+            }
+            (
+                format!("detected corners up to {worst:.2} squares off the truth"),
+                Some(worst),
+            )
+        }
+        Err(e) => (format!("detection failed: {e}"), None),
+    };
+    let cal = Calibration::manual(
+        "sim",
+        (first.width(), first.height()),
+        corners,
+        Some(first),
+        &cfg,
+    )
+    .map_err(|e| WatchError::Reader(format!("truth corners: {e}")))?;
+    Ok((
+        cal,
+        CalibrationUsed {
+            source: "truth".into(),
+            detected_error_squares: error,
+            fallback_reason: Some(reason),
+        },
+    ))
+}
+
+/// One event with the processing time of the call that produced it.
+#[derive(Debug, Clone)]
+pub struct TimedEvent {
+    pub event: Event,
+    pub latency_ms: f64,
+}
+
+/// Runs a watcher over frames (with an optional clock feed); calls `on_event` as events come.
+/// Returns per-frame stats and the JPEG decode times (ms).
+pub fn watch_frames(
+    watcher: &mut Watcher,
+    frames: &[FrameFile],
+    mut clock: Option<ClockFeed>,
+    mut on_event: impl FnMut(&TimedEvent) -> Result<(), WatchError>,
+) -> Result<(Vec<FrameStats>, Vec<f64>), WatchError> {
+    let mut stats = Vec::with_capacity(frames.len());
+    let mut decode = Vec::with_capacity(frames.len());
+    for f in frames {
+        let t = Instant::now();
+        let img = load_frame(&f.path)?;
+        decode.push(t.elapsed().as_secs_f64() * 1000.0);
+        if let Some(clock) = clock.as_mut() {
+            let due: Vec<(u64, BoardId)> = clock.due(f.ts).to_vec();
+            for (ts, board) in due {
+                let t = Instant::now();
+                let events = watcher.press(board, ts);
+                let ms = t.elapsed().as_secs_f64() * 1000.0;
+                for event in events {
+                    on_event(&TimedEvent {
+                        event,
+                        latency_ms: ms,
+                    })?;
+                }
+            }
+        }
+        let t = Instant::now();
+        let (events, st) = watcher.frame(&img, f.ts)?;
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        for event in events {
+            on_event(&TimedEvent {
+                event,
+                latency_ms: ms,
+            })?;
+        }
+        stats.push(st);
+    }
+    Ok((stats, decode))
+}
+
+/// Options of `tandem eval game`.
+#[derive(Debug, Clone)]
+pub struct GameEvalOptions {
+    pub rules: RuleSet,
+    pub watch: WatchConfig,
+    /// Feed `clock.jsonl` to the tracker.
+    pub clock: bool,
+    /// The BPGN record (default: the one named in `game.json`).
+    pub games: Option<std::path::PathBuf>,
+}
+
+/// Recall and precision of one incident type.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct IncidentScore {
+    pub kind: String,
+    pub injected: usize,
+    /// Injected but not counted: visible for less than the pocket grace + 1 s, or cut off by the
+    /// end of the recording (no detector can see them; as in `eval tracker-sim`).
+    pub undetectable: usize,
+    pub detected: usize,
+    pub alerts: usize,
+    pub alerts_matched: usize,
+    pub recall: Option<f64>,
+    pub precision: Option<f64>,
+}
+
+/// Latency percentiles (ms).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Latency {
+    pub samples: usize,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Latency {
+    pub fn of(mut v: Vec<f64>) -> Latency {
+        v.sort_by(f64::total_cmp);
+        let q = |q: f64| {
+            if v.is_empty() {
+                0.0
+            } else {
+                v[(((v.len() - 1) as f64) * q).round() as usize]
+            }
+        };
+        Latency {
+            samples: v.len(),
+            p50: q(0.5),
+            p99: q(0.99),
+            max: v.last().copied().unwrap_or(0.0),
+        }
+    }
+}
+
+/// The outcome of watching one simulated game.
+#[derive(Debug, Clone, Serialize)]
+pub struct GameEval {
+    pub dir: String,
+    pub reader: String,
+    pub calibration: String,
+    pub calibration_detail: CalibrationUsed,
+    /// Whether the reader was adapted on each board's start position.
+    pub adapted: [bool; 2],
+    pub clock: bool,
+    pub frames: usize,
+    pub moves_truth: usize,
+    pub moves_committed: usize,
+    pub moves_right: usize,
+    pub move_accuracy: f64,
+    pub game_all_right: bool,
+    pub incidents: Vec<IncidentScore>,
+    pub desyncs: usize,
+    pub false_alerts: usize,
+    /// Move events: wall time of the call that returned them.
+    pub latency_ms: Latency,
+    /// Per frame: motion, reading, tracking (ms).
+    pub frame_ms: Latency,
+    pub motion_ms: Latency,
+    pub read_ms: Latency,
+    pub track_ms: Latency,
+    pub decode_ms: Latency,
+    /// The committed and true moves per board (UCI).
+    pub committed: [Vec<String>; 2],
+    pub truth: [Vec<String>; 2],
+    /// Every alert (not move) event, for inspection.
+    pub alerts: Vec<Event>,
+}
+
+/// Longest common subsequence length.
+fn lcs(a: &[String], b: &[String]) -> usize {
+    let mut prev = vec![0usize; b.len() + 1];
+    let mut cur = vec![0usize; b.len() + 1];
+    for x in a {
+        for (j, y) in b.iter().enumerate() {
+            cur[j + 1] = if x == y {
+                prev[j] + 1
+            } else {
+                cur[j].max(prev[j + 1])
+            };
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The event type that detects an injected incident kind (None: not an alert incident).
+fn alert_for(kind: &str) -> Option<&'static str> {
+    match kind {
+        "illegal-move" => Some("illegal_move"),
+        "missing-handover" => Some("handover_missing"),
+        "hidden-pocket" => Some("hidden_pocket"),
+        _ => None,
+    }
+}
+
+fn alert_type(e: &Event) -> Option<&'static str> {
+    match &e.body {
+        EventBody::IllegalMove { .. } => Some("illegal_move"),
+        EventBody::HandoverMissing { .. } => Some("handover_missing"),
+        EventBody::HiddenPocket { .. } => Some("hidden_pocket"),
+        _ => None,
+    }
+}
+
+/// Watches a simulated game directory with `reader` (built from the loaded game) and scores it.
+pub fn eval_game(
+    game: &SimGameDir,
+    make_reader: impl FnOnce(&SimGameDir, &Calibration) -> Result<Box<dyn TableReader>, WatchError>,
+    opts: &GameEvalOptions,
+) -> Result<GameEval, WatchError> {
+    let variant = opts.rules.variant();
+    let truth = game.true_moves(opts.games.as_deref(), &variant)?;
+    let first_frame = game
+        .frames
+        .first()
+        .ok_or_else(|| WatchError::file(&game.dir, "no frames"))?;
+    let first = load_frame(&first_frame.path)?;
+    let (cal, cal_used) = calibrate_sim(game, &first)?;
+    drop(first);
+    let reader = make_reader(game, &cal)?;
+    let tracker = new_tracker("sim", opts.rules.clone(), &opts.watch)?;
+    let mut watcher = Watcher::new(&cal, reader, tracker, &opts.watch)?;
+    let mut events: Vec<TimedEvent> = Vec::new();
+    let clock = opts.clock.then(|| game.clock());
+    let (stats, decode) = watch_frames(&mut watcher, &game.frames, clock, |e| {
+        events.push(e.clone());
+        Ok(())
+    })?;
+
+    let mut committed: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    let mut latencies = Vec::new();
+    for e in &events {
+        if let (EventBody::Move { uci, .. }, Some(b)) = (&e.event.body, e.event.board) {
+            committed[b.index()].push(uci.clone());
+            latencies.push(e.latency_ms);
+        }
+    }
+    let mut right = 0;
+    let mut all_right = true;
+    for b in 0..2 {
+        right += lcs(&committed[b], &truth[b]);
+        all_right &= committed[b] == truth[b];
+    }
+    let moves_truth = truth[0].len() + truth[1].len();
+    let moves_committed = committed[0].len() + committed[1].len();
+
+    let grace = opts.watch.tracker.pocket_grace_ms;
+    let slack = |kind: &str| {
+        if kind == "illegal-move" {
+            2000
+        } else {
+            grace + 1000
+        }
+    };
+    let mut matched = vec![false; events.len()];
+    let mut scores: Vec<IncidentScore> = ["illegal-move", "missing-handover", "hidden-pocket"]
+        .iter()
+        .map(|k| IncidentScore {
+            kind: k.to_string(),
+            ..IncidentScore::default()
+        })
+        .collect();
+    for inc in &game.info.incidents {
+        let Some(want) = alert_for(&inc.kind) else {
+            continue;
+        };
+        let board = board_of(&inc.board);
+        let score = scores
+            .iter_mut()
+            .find(|s| s.kind == inc.kind)
+            .expect("every alert kind has a score row");
+        let last_ts = game.frames.last().map_or(0, |f| f.ts);
+        let needs = if inc.kind == "illegal-move" {
+            0
+        } else {
+            grace + 1000
+        };
+        if inc.ts_ms[1].saturating_sub(inc.ts_ms[0]) < needs || inc.ts_ms[0] + needs > last_ts {
+            score.undetectable += 1;
+            continue;
+        }
+        score.injected += 1;
+        let hit = events.iter().enumerate().position(|(k, e)| {
+            !matched[k]
+                && alert_type(&e.event) == Some(want)
+                && e.event.board == board
+                && e.event.ts >= inc.ts_ms[0]
+                && e.event.ts <= inc.ts_ms[1] + slack(&inc.kind)
+        });
+        if let Some(k) = hit {
+            matched[k] = true;
+            score.detected += 1;
+        }
+    }
+    let mut desyncs = 0;
+    let mut false_alerts = 0;
+    let mut alerts = Vec::new();
+    for (k, e) in events.iter().enumerate() {
+        if !matches!(e.event.body, EventBody::Move { .. }) {
+            alerts.push(e.event.clone());
+        }
+        if let EventBody::Desync {
+            state: DesyncState::Lost,
+            ..
+        } = e.event.body
+        {
+            desyncs += 1;
+            false_alerts += 1;
+        }
+        if let Some(t) = alert_type(&e.event) {
+            if let Some(s) = scores.iter_mut().find(|s| alert_for(&s.kind) == Some(t)) {
+                s.alerts += 1;
+                if matched[k] {
+                    s.alerts_matched += 1;
+                }
+            }
+            // A pocket alert inside any pocket incident's window (of either kind) is explained.
+            let explained = matched[k]
+                || game.info.incidents.iter().any(|i| {
+                    alert_for(&i.kind).is_some()
+                        && (alert_for(&i.kind) == Some(t)
+                            || (t != "illegal_move" && i.kind != "illegal-move"))
+                        && e.event.board == board_of(&i.board)
+                        && e.event.ts >= i.ts_ms[0]
+                        && e.event.ts <= i.ts_ms[1] + slack(&i.kind)
+                });
+            if !explained {
+                false_alerts += 1;
+            }
+        }
+    }
+    for s in &mut scores {
+        s.recall = (s.injected > 0).then(|| s.detected as f64 / s.injected as f64);
+        s.precision = (s.alerts > 0).then(|| s.alerts_matched as f64 / s.alerts as f64);
+    }
+    Ok(GameEval {
+        dir: game.dir.display().to_string(),
+        reader: watcher.reader_name().to_string(),
+        calibration: cal_used.source.clone(),
+        calibration_detail: cal_used,
+        adapted: watcher.adapted(),
+        clock: opts.clock,
+        frames: stats.len(),
+        moves_truth,
+        moves_committed,
+        moves_right: right,
+        move_accuracy: right as f64 / moves_truth.max(moves_committed).max(1) as f64,
+        game_all_right: all_right,
+        incidents: scores,
+        desyncs,
+        false_alerts,
+        latency_ms: Latency::of(latencies),
+        frame_ms: Latency::of(
+            stats
+                .iter()
+                .map(|s| s.motion_ms + s.read_ms + s.track_ms)
+                .collect(),
+        ),
+        motion_ms: Latency::of(stats.iter().map(|s| s.motion_ms).collect()),
+        read_ms: Latency::of(stats.iter().map(|s| s.read_ms).collect()),
+        track_ms: Latency::of(stats.iter().map(|s| s.track_ms).collect()),
+        decode_ms: Latency::of(decode),
+        committed,
+        truth,
+        alerts,
+    })
+}
+
+/// Motion detection against the truth's hands, per board.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MotionEval {
+    pub frames: usize,
+    /// Frames (both boards counted) where the truth has a hand over the board's half.
+    pub hand_frames: usize,
+    /// Of those, frames scored calm.
+    pub hand_frames_calm: usize,
+    /// Hand frames where the hand hides squares or something on the board changes (not just a
+    /// hand at the clock or a pocket), and of those the ones scored calm, and the ones scored
+    /// calm together with the previous frame (what the tracker would take as stable).
+    pub over_board_frames: usize,
+    pub over_board_calm: usize,
+    pub over_board_stable: usize,
+    /// Frames without a hand scored as motion (costs latency only).
+    pub free_frames: usize,
+    pub free_frames_moving: usize,
+    pub motion_ms: Latency,
+}
+
+/// Runs only the motion detector over a simulated game and compares with the truth's hands.
+pub fn eval_motion(
+    game: &SimGameDir,
+    cfg: &WatchConfig,
+) -> Result<(MotionEval, String), WatchError> {
+    let first_frame = game
+        .frames
+        .first()
+        .ok_or_else(|| WatchError::file(&game.dir, "no frames"))?;
+    let first = load_frame(&first_frame.path)?;
+    let (cal, used) = calibrate_sim(game, &first)?;
+    let mut det = crate::vision::motion::MotionDetector::new(&cal, &cfg.motion)?;
+    let threshold = cfg.tracker.motion_threshold;
+    let mut out = MotionEval::default();
+    let mut times = Vec::new();
+    let mut prev_calm = [true; 2];
+    // A hand is over the board when it hides a square that neither the hand-free frame before
+    // nor the one after hides (a hand at the clock or a pocket hides no square).
+    let mut next_free: Vec<[Option<usize>; 2]> = vec![[None, None]; game.truth.len()];
+    let mut upcoming = [None, None];
+    for (i, t) in game.truth.iter().enumerate().rev() {
+        for (slot, hand) in upcoming.iter_mut().zip(t.hands) {
+            if !hand {
+                *slot = Some(i);
+            }
+        }
+        next_free[i] = upcoming;
+    }
+    let mut last_free: [Option<usize>; 2] = [None, None];
+    for f in &game.frames {
+        let img = load_frame(&f.path)?;
+        let t = Instant::now();
+        let cues = det.update(&img, f.ts)?;
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        out.frames += 1;
+        let Some(truth) = game.truth_at(f.ts) else {
+            continue;
+        };
+        for b in 0..2 {
+            let calm = cues[b].score < threshold;
+            if truth.hands[b] {
+                out.hand_frames += 1;
+                out.hand_frames_calm += calm as usize;
+                let i = game.truth.partition_point(|t| t.ts_ms < f.ts);
+                let hidden_by = |k: Option<usize>| {
+                    k.map_or(&[][..], |k: usize| game.truth[k].occluded[b].as_slice())
+                };
+                let (before, after) = (hidden_by(last_free[b]), hidden_by(next_free[i][b]));
+                let over = truth.occluded[b]
+                    .iter()
+                    .any(|s| !before.contains(s) && !after.contains(s));
+                if over {
+                    out.over_board_frames += 1;
+                    out.over_board_calm += calm as usize;
+                    out.over_board_stable += (calm && prev_calm[b]) as usize;
+                }
+            } else {
+                out.free_frames += 1;
+                out.free_frames_moving += (!calm) as usize;
+                last_free[b] = Some(game.truth.partition_point(|t| t.ts_ms < f.ts));
+            }
+            prev_calm[b] = calm;
+        }
+    }
+    out.motion_ms = Latency::of(times);
+    Ok((out, used.source))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lcs_and_percentiles() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(lcs(&s(&["a", "b", "c"]), &s(&["a", "c"])), 2);
+        let l = Latency::of(vec![3.0, 1.0, 2.0]);
+        assert_eq!((l.samples, l.p50, l.max), (3, 2.0, 3.0));
+        assert_eq!(Latency::of(Vec::new()).p99, 0.0);
+    }
+}

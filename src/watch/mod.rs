@@ -1,0 +1,288 @@
+//! The tracker on camera frames: frame → motion + square/pocket reading → [`Observation`]s →
+//! [`Tracker`] (with clock presses when a clock feed exists) → referee events.
+//!
+//! [`Watcher`] composes the stages for one calibrated camera watching one table; the reading
+//! stage is a [`TableReader`] (the ONNX classifier at run time, or [`TruthReader`], an oracle
+//! reading a simulated game's ground truth, to measure motion and tracking alone).
+//! [`frames`] lists image folders and clock feeds, [`simgame`] reads simulated game directories
+//! and [`eval`] compares a watched game with its truth (`tandem eval game`). See `docs/watch.md`.
+//!
+//! Invariants: frames are processed in time order; a clock press is handed to the tracker before
+//! the first frame at or after its time; each board's reader is adapted at most once, on a calm
+//! frame (not the first) while the tracked board is still in its start position, and — if a hand
+//! was already seen on it — only when the unadapted reading agrees with the start position.
+
+pub mod eval;
+pub mod frames;
+mod onnx;
+pub mod simgame;
+
+use image::RgbImage;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{BoardId, Position, Table};
+use crate::rules::{Event, EventBody};
+use crate::tracker::{Observation, PocketReading, SquareClass, Tracker, TrackerConfig};
+use crate::vision::Calibration;
+use crate::vision::motion::{MotionConfig, MotionCues, MotionDetector, MotionError};
+
+pub use frames::{ClockFeed, FrameFile, list_frames};
+pub use onnx::OnnxReader;
+pub use simgame::{SimGameDir, TruthReader};
+
+/// Why watching failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error("{path}: {problem}")]
+    File { path: String, problem: String },
+    #[error(transparent)]
+    Motion(#[from] MotionError),
+    #[error(transparent)]
+    Tracker(#[from] crate::tracker::TrackerError),
+    #[error(transparent)]
+    Observation(#[from] crate::tracker::ObservationError),
+    #[error("reader: {0}")]
+    Reader(String),
+    #[error("watch config: {0}")]
+    Config(String),
+}
+
+impl WatchError {
+    pub(crate) fn file(path: &std::path::Path, problem: impl std::fmt::Display) -> WatchError {
+        WatchError::File {
+            path: path.display().to_string(),
+            problem: problem.to_string(),
+        }
+    }
+}
+
+/// What a reader sees in one frame: per board 64 probability vectors over [`SquareClass`]
+/// (a1 = 0 … h8 = 63) and, if the reader has a pocket model, both pockets' counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableReading {
+    pub squares: [Box<[[f32; SquareClass::COUNT]; 64]>; 2],
+    pub pockets: Option<[PocketReading; 2]>,
+}
+
+/// Reads squares and pockets of one frame. The classifier implements it for camera frames;
+/// [`TruthReader`] for simulated games. Adaptation hooks are optional.
+pub trait TableReader: Send {
+    /// Short name for reports (`"onnx"`, `"truth"`).
+    fn name(&self) -> &str;
+
+    /// Reads the frame taken at `ts` (ms).
+    fn read(&mut self, frame: &RgbImage, ts: u64) -> Result<TableReading, WatchError>;
+
+    /// Adapts to this table's pieces, board and light: `frame` (the frame just read) shows
+    /// `start` on `board`. Returns whether the reader changed. By default the same as
+    /// [`TableReader::confirm`].
+    fn adapt(
+        &mut self,
+        frame: &RgbImage,
+        board: BoardId,
+        start: &Position,
+    ) -> Result<bool, WatchError> {
+        self.confirm(frame, board, start)?;
+        Ok(false)
+    }
+
+    /// Confirms that board `board` of `frame` (the frame just read) shows `position` (a position
+    /// the tracker committed, on a calm frame): readers may keep it as a labelled example.
+    fn confirm(
+        &mut self,
+        _frame: &RgbImage,
+        _board: BoardId,
+        _position: &Position,
+    ) -> Result<(), WatchError> {
+        Ok(())
+    }
+}
+
+/// Watch configuration (TOML sections `[motion]`, `[tracker]` and `[reader]`, all optional).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WatchConfig {
+    pub motion: MotionConfig,
+    pub tracker: TrackerConfig,
+    /// The ONNX frame reader (rectification, square classifier, pocket reader).
+    pub reader: crate::vision::ReaderConfig,
+    /// Do not adapt the reader on the start position.
+    pub no_adapt: bool,
+}
+
+impl WatchConfig {
+    /// Reads TOML overrides (missing keys keep their defaults).
+    pub fn from_toml(text: &str) -> Result<WatchConfig, WatchError> {
+        let cfg: WatchConfig =
+            toml::from_str(text).map_err(|e| WatchError::Config(e.to_string()))?;
+        cfg.tracker
+            .validate()
+            .map_err(|e| WatchError::Config(e.to_string()))?;
+        Ok(cfg)
+    }
+}
+
+/// What happened in one frame, besides the events (for evaluation and diagnostics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct FrameStats {
+    pub ts: u64,
+    pub motion: [MotionCues; 2],
+    /// Time spent on motion, reading and tracking (ms of wall time in this process).
+    pub motion_ms: f64,
+    pub read_ms: f64,
+    pub track_ms: f64,
+}
+
+/// Watches one table through one calibrated camera.
+///
+/// Invariant: the tracker's referee table is the watched position; `frame` must be called with
+/// increasing timestamps, and `press` with the clock feed's presses before the first frame at or
+/// after their time.
+pub struct Watcher {
+    motion: MotionDetector,
+    reader: Box<dyn TableReader>,
+    tracker: Tracker,
+    adapt: bool,
+    adapted: [bool; 2],
+    /// A hand or motion was seen on the board since the start.
+    moved: [bool; 2],
+    /// Boards with a committed move waiting for a calm frame to confirm it to the reader.
+    to_confirm: [bool; 2],
+    frames: u64,
+}
+
+impl Watcher {
+    /// A watcher for the table `cal` calibrates, reading with `reader`, tracking with `tracker`.
+    pub fn new(
+        cal: &Calibration,
+        reader: Box<dyn TableReader>,
+        tracker: Tracker,
+        cfg: &WatchConfig,
+    ) -> Result<Watcher, WatchError> {
+        Ok(Watcher {
+            motion: MotionDetector::new(cal, &cfg.motion)?,
+            reader,
+            tracker,
+            adapt: !cfg.no_adapt,
+            adapted: [false; 2],
+            moved: [false; 2],
+            to_confirm: [false; 2],
+            frames: 0,
+        })
+    }
+
+    /// The tracker (its referee's table is the watched position).
+    pub fn tracker(&self) -> &Tracker {
+        &self.tracker
+    }
+
+    /// Whether the reader was adapted on each board's start position.
+    pub fn adapted(&self) -> [bool; 2] {
+        self.adapted
+    }
+
+    /// Name of the reader in use.
+    pub fn reader_name(&self) -> &str {
+        self.reader.name()
+    }
+
+    /// A clock press on `board` at `ts` (from the clock feed).
+    pub fn press(&mut self, board: BoardId, ts: u64) -> Vec<Event> {
+        let events = self.tracker.press(board, ts);
+        self.note_moves(&events);
+        events
+    }
+
+    fn note_moves(&mut self, events: &[Event]) {
+        for e in events {
+            if let (EventBody::Move { .. }, Some(b)) = (&e.body, e.board) {
+                self.to_confirm[b.index()] = true;
+            }
+        }
+    }
+
+    /// Processes one frame taken at `ts`; returns the events it caused and what it measured.
+    pub fn frame(
+        &mut self,
+        frame: &RgbImage,
+        ts: u64,
+    ) -> Result<(Vec<Event>, FrameStats), WatchError> {
+        let t0 = std::time::Instant::now();
+        let motion = self.motion.update(frame, ts)?;
+        let t1 = std::time::Instant::now();
+        let threshold = self.tracker.config().motion_threshold;
+        let calm = [motion[0].score < threshold, motion[1].score < threshold];
+        let first = self.frames == 0;
+        self.frames += 1;
+        let reading = self.reader.read(frame, ts)?;
+        for b in [BoardId::A, BoardId::B] {
+            let i = b.index();
+            self.moved[i] |= !calm[i];
+            // The first frame has no motion reference; do not trust it for adaptation.
+            if self.adapt && !self.adapted[i] && !first && calm[i] {
+                let start = Table::new().board(b).clone();
+                let untouched = self.tracker.table().board(b).to_fen() == start.to_fen();
+                if untouched && (!self.moved[i] || agreement(&reading, b, &start) >= 56) {
+                    self.reader.adapt(frame, b, &start)?;
+                    self.adapted[i] = true;
+                }
+            }
+        }
+        let t2 = std::time::Instant::now();
+        let mut events = Vec::new();
+        for b in [BoardId::A, BoardId::B] {
+            let i = b.index();
+            let obs = Observation::new(
+                b,
+                ts,
+                &reading.squares[i][..],
+                motion[i].score.clamp(0.0, 1.0),
+                reading.pockets.map(|p| p[i]),
+            )?;
+            let out = self.tracker.observe(&obs);
+            self.note_moves(&out);
+            events.extend(out);
+        }
+        for b in [BoardId::A, BoardId::B] {
+            if self.to_confirm[b.index()] && calm[b.index()] && !self.tracker.is_desynced(b) {
+                let pos = self.tracker.table().board(b).clone();
+                self.reader.confirm(frame, b, &pos)?;
+                self.to_confirm[b.index()] = false;
+            }
+        }
+        let t3 = std::time::Instant::now();
+        let ms = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1000.0;
+        Ok((
+            events,
+            FrameStats {
+                ts,
+                motion,
+                motion_ms: ms(t0, t1),
+                read_ms: ms(t1, t2),
+                track_ms: ms(t2, t3),
+            },
+        ))
+    }
+}
+
+/// Squares of `board` whose most probable class is the one `pos` has.
+fn agreement(reading: &TableReading, board: BoardId, pos: &Position) -> usize {
+    crate::engine::Square::all()
+        .filter(|sq| {
+            let v = &reading.squares[board.index()][sq.index()];
+            let best = (0..SquareClass::COUNT)
+                .max_by(|&a, &b| v[a].total_cmp(&v[b]))
+                .unwrap_or(0);
+            best == SquareClass::on(pos, *sq).index()
+        })
+        .count()
+}
+
+/// A tracker for watching `table_id` under `rules` from the start position.
+pub fn new_tracker(
+    table_id: &str,
+    rules: crate::rules::RuleSet,
+    cfg: &WatchConfig,
+) -> Result<Tracker, WatchError> {
+    Ok(Tracker::new(table_id, 1, rules, None, cfg.tracker.clone())?)
+}
