@@ -135,6 +135,9 @@ impl HandTrack {
     /// Starts a new action at `t`: cuts whatever the hand was still doing after `t` (a
     /// retraction in progress) and continues from where the hand is then.
     pub fn cut_at(&mut self, t: f64) {
+        // Never cut before the first key: a track is never empty (`palm` relies on it). Games
+        // whose first recorded move lies before the timeline's zero asked for exactly that.
+        let t = self.keys.first().map_or(t, |k| t.max(k.t));
         let here = self.palm(t);
         self.keys.retain(|k| k.t <= t);
         if self.keys.last().is_some_and(|k| k.t < t) {
@@ -157,6 +160,16 @@ impl HandTrack {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cutting_before_the_first_key_keeps_the_track() {
+        let mut hand = HandTrack::new(Vec3::new(0.0, -1.0, 0.5), Vec3::new(0.0, -0.5, 0.0));
+        hand.cut_at(-1.5);
+        assert_eq!(hand.keys.len(), 1);
+        assert_eq!(hand.palm(0.25), None);
+        hand.push(1.0, Some(Vec3::new(0.1, 0.1, 0.0)));
+        assert!(hand.palm(0.5).is_some());
+    }
     use crate::sim::fen::{PieceKind, Side};
 
     fn key(t: f64, x: f32, spot: PieceSpot) -> PieceKey {
