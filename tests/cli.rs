@@ -61,6 +61,23 @@ fn usage_errors_exit_2_and_failures_exit_1_with_one_line() {
     assert_eq!(missing.status.code(), Some(1));
     assert_eq!(stderr(&missing).lines().count(), 1);
 
+    // A missing calibration names the file and the reason once, on one line.
+    let no_cal = tandem(&[
+        "watch",
+        "--source",
+        "camera:0",
+        "--calibration",
+        "/nonexistent/table.toml",
+        "--rules",
+        "fics",
+        "--json",
+    ]);
+    assert_eq!(no_cal.status.code(), Some(1));
+    let err = stderr(&no_cal);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("/nonexistent/table.toml"), "{err}");
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+
     let rules = tandem(&["moves", START, "--rules", "blitz"]);
     assert_eq!(rules.status.code(), Some(1));
     assert!(stderr(&rules).contains("unknown rule set"));

@@ -14,12 +14,9 @@ use super::geometry::{Homography, Point, inside_convex, is_convex, signed_area};
 /// Errors of calibration: bad files, bad manual corners, or no boards found.
 #[derive(Debug, thiserror::Error)]
 pub enum CalibrationError {
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The message carries the I/O error itself (no `source` chain, so it is not printed twice).
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
     #[error("calibration TOML: {0}")]
     Parse(String),
     #[error("invalid calibration: {0}")]
@@ -496,18 +493,18 @@ impl Calibration {
 
     /// Loads and validates `path`.
     pub fn load(path: &Path) -> Result<Calibration, CalibrationError> {
-        let text = std::fs::read_to_string(path).map_err(|source| CalibrationError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| CalibrationError::Io {
             path: path.display().to_string(),
-            source,
+            error,
         })?;
         Calibration::from_toml(&text)
     }
 
     /// Writes the TOML file (creating its directory).
     pub fn save(&self, path: &Path) -> Result<(), CalibrationError> {
-        let io = |source| CalibrationError::Io {
+        let io = |error| CalibrationError::Io {
             path: path.display().to_string(),
-            source,
+            error,
         };
         if let Some(dir) = path.parent()
             && !dir.as_os_str().is_empty()
