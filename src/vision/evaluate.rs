@@ -59,6 +59,77 @@ pub enum Split {
     Test,
 }
 
+/// A CSV file read whole: columns found by header name, rows parsed on demand with their 1-based
+/// line numbers (blank lines skipped), every error naming the file and line.
+struct CsvFile {
+    path: PathBuf,
+    header: Vec<String>,
+    /// (1-based line number, raw line) of every non-blank line after the header.
+    lines: Vec<(usize, String)>,
+}
+
+impl CsvFile {
+    /// Reads `path`; `expected` names the header in the error for an empty file.
+    fn read(path: PathBuf, expected: &str) -> Result<CsvFile, EvalSetError> {
+        let text = std::fs::read_to_string(&path).map_err(|e| EvalSetError::Io {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| (i + 1, l.trim_end_matches('\r').to_string()));
+        let mut csv = CsvFile {
+            path,
+            header: Vec::new(),
+            lines: Vec::new(),
+        };
+        let Some((_, header)) = lines.next() else {
+            return Err(csv.error(1, format!("empty file, expected the header {expected}")));
+        };
+        csv.header =
+            csv_fields(header.trim_start_matches('\u{feff}')).map_err(|e| csv.error(1, e))?;
+        csv.lines = lines.collect();
+        Ok(csv)
+    }
+
+    fn error(&self, line: usize, reason: String) -> EvalSetError {
+        EvalSetError::Row {
+            path: self.path.clone(),
+            line,
+            reason,
+        }
+    }
+
+    /// Index of the header column `name`.
+    fn column(&self, name: &str) -> Result<usize, EvalSetError> {
+        self.header
+            .iter()
+            .position(|h| h.trim() == name)
+            .ok_or_else(|| self.error(1, format!("header lacks column `{name}`")))
+    }
+
+    /// The data rows as (line number, fields).
+    fn rows(&self) -> impl Iterator<Item = Result<(usize, Vec<String>), EvalSetError>> + '_ {
+        self.lines.iter().map(|(n, l)| {
+            csv_fields(l)
+                .map(|f| (*n, f))
+                .map_err(|e| self.error(*n, e))
+        })
+    }
+
+    /// Field `c` of row `fields` (line `n`), trimmed.
+    fn field<'a>(&self, n: usize, fields: &'a [String], c: usize) -> Result<&'a str, EvalSetError> {
+        fields.get(c).map(|s| s.trim()).ok_or_else(|| {
+            self.error(
+                n,
+                format!("{} fields, need {}", fields.len(), self.header.len()),
+            )
+        })
+    }
+}
+
 /// One row of `labels.csv`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabelledPatch {
@@ -94,46 +165,22 @@ fn csv_fields(line: &str) -> Result<Vec<String>, String> {
 
 /// Reads `dir/labels.csv` (header `path,label,split` in any column order; extra columns ignored).
 pub fn read_labels(dir: &Path) -> Result<Vec<LabelledPatch>, EvalSetError> {
-    let path = dir.join("labels.csv");
-    let text = std::fs::read_to_string(&path).map_err(|e| EvalSetError::Io {
-        path: path.clone(),
-        reason: e.to_string(),
-    })?;
-    let row_error = |line: usize, reason: String| EvalSetError::Row {
-        path: path.clone(),
-        line,
-        reason,
-    };
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
-    let (_, header) = lines
-        .next()
-        .ok_or_else(|| row_error(1, "empty file, expected the header path,label,split".into()))?;
-    let header = csv_fields(header.trim_start_matches('\u{feff}')).map_err(|e| row_error(1, e))?;
-    let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| h.trim() == name)
-            .ok_or_else(|| row_error(1, format!("header lacks column `{name}`")))
-    };
-    let (pc, lc, sc) = (col("path")?, col("label")?, col("split")?);
+    let csv = CsvFile::read(dir.join("labels.csv"), "path,label,split")?;
+    let (pc, lc, sc) = (
+        csv.column("path")?,
+        csv.column("label")?,
+        csv.column("split")?,
+    );
     let mut rows = Vec::new();
-    for (i, line) in lines {
-        let n = i + 1;
-        let f = csv_fields(line.trim_end_matches('\r')).map_err(|e| row_error(n, e))?;
-        let get = |c: usize| {
-            f.get(c)
-                .map(|s| s.trim())
-                .ok_or_else(|| row_error(n, format!("{} fields, need {}", f.len(), header.len())))
-        };
+    for row in csv.rows() {
+        let (n, f) = row?;
+        let get = |c: usize| csv.field(n, &f, c);
         let (p, l, s) = (get(pc)?, get(lc)?, get(sc)?);
         if p.is_empty() {
-            return Err(row_error(n, "empty path".into()));
+            return Err(csv.error(n, "empty path".into()));
         }
         let label = parse_label(l).ok_or_else(|| {
-            row_error(
+            csv.error(
                 n,
                 format!("unknown label `{l}` (known: empty,P,N,B,R,Q,K,p,n,b,r,q,k)"),
             )
@@ -142,10 +189,7 @@ pub fn read_labels(dir: &Path) -> Result<Vec<LabelledPatch>, EvalSetError> {
             "adapt" => Split::Adapt,
             "test" => Split::Test,
             other => {
-                return Err(row_error(
-                    n,
-                    format!("unknown split `{other}` (adapt or test)"),
-                ));
+                return Err(csv.error(n, format!("unknown split `{other}` (adapt or test)")));
             }
         };
         rows.push(LabelledPatch {
@@ -435,41 +479,14 @@ pub struct PocketsReport {
 
 /// Reads `dir/pockets.csv` (`path,P,N,B,R,Q,split`): (path, counts).
 pub fn read_pocket_labels(dir: &Path) -> Result<Vec<(PathBuf, [u8; 5])>, EvalSetError> {
-    let path = dir.join("pockets.csv");
-    let text = std::fs::read_to_string(&path).map_err(|e| EvalSetError::Io {
-        path: path.clone(),
-        reason: e.to_string(),
-    })?;
-    let row_error = |line: usize, reason: String| EvalSetError::Row {
-        path: path.clone(),
-        line,
-        reason,
-    };
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
-    let (_, header) = lines
-        .next()
-        .ok_or_else(|| row_error(1, "empty file, expected path,P,N,B,R,Q,split".into()))?;
-    let header = csv_fields(header.trim_start_matches('\u{feff}')).map_err(|e| row_error(1, e))?;
-    let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| h.trim() == name)
-            .ok_or_else(|| row_error(1, format!("header lacks column `{name}`")))
-    };
+    let csv = CsvFile::read(dir.join("pockets.csv"), "path,P,N,B,R,Q,split")?;
+    let col = |name: &str| csv.column(name);
     let pc = col("path")?;
     let roles = [col("P")?, col("N")?, col("B")?, col("R")?, col("Q")?];
     let mut rows = Vec::new();
-    for (i, line) in lines {
-        let n = i + 1;
-        let f = csv_fields(line.trim_end_matches('\r')).map_err(|e| row_error(n, e))?;
-        let get = |c: usize| {
-            f.get(c)
-                .map(|s| s.trim())
-                .ok_or_else(|| row_error(n, format!("{} fields, need {}", f.len(), header.len())))
-        };
+    for row in csv.rows() {
+        let (n, f) = row?;
+        let get = |c: usize| csv.field(n, &f, c);
         let mut counts = [0u8; 5];
         for (k, &c) in roles.iter().enumerate() {
             let v = get(c)?;
@@ -477,7 +494,7 @@ pub fn read_pocket_labels(dir: &Path) -> Result<Vec<(PathBuf, [u8; 5])>, EvalSet
                 .parse::<u8>()
                 .ok()
                 .filter(|&x| x <= 8)
-                .ok_or_else(|| row_error(n, format!("count `{v}` is not 0..=8")))?;
+                .ok_or_else(|| csv.error(n, format!("count `{v}` is not 0..=8")))?;
         }
         rows.push((PathBuf::from(get(pc)?), counts));
     }
