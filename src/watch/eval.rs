@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::engine::BoardId;
 use crate::rules::{DesyncState, Event, EventBody, RuleSet};
+use crate::tracker::eval::lcs;
 use crate::vision::{Calibration, CalibrationConfig, Point};
 
 use super::frames::{ClockFeed, FrameFile};
@@ -239,23 +240,6 @@ pub struct GameEval {
     pub truth: [Vec<String>; 2],
     /// Every alert (not move) event, for inspection.
     pub alerts: Vec<Event>,
-}
-
-/// Longest common subsequence length.
-fn lcs(a: &[String], b: &[String]) -> usize {
-    let mut prev = vec![0usize; b.len() + 1];
-    let mut cur = vec![0usize; b.len() + 1];
-    for x in a {
-        for (j, y) in b.iter().enumerate() {
-            cur[j + 1] = if x == y {
-                prev[j] + 1
-            } else {
-                cur[j].max(prev[j + 1])
-            };
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
 }
 
 /// The event type that detects an injected incident kind (None: not an alert incident).
