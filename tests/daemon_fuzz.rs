@@ -23,6 +23,7 @@ fn spec() -> TableSpec {
         rules: "tandem-2024".into(),
         boards: ["A".into(), "B".into()],
         start: None,
+        calibration: None,
     }
 }
 

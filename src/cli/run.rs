@@ -20,7 +20,8 @@ pub struct RunArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ClockSimArgs {
-    /// The BPGN file whose clock comments give the presses.
+    /// The BPGN file whose clock comments give the presses, or a recorded clock timeline
+    /// (`.jsonl`, e.g. a simulated game's `clock.jsonl`).
     file: PathBuf,
     /// 1-based game number in the file.
     #[arg(long, default_value_t = 1)]
@@ -154,11 +155,14 @@ pub fn clock_sim(args: ClockSimArgs) -> anyhow::Result<()> {
         anyhow::bail!("--speed must be 0 (as fast as possible) or positive");
     }
     let table = TableId::new(&args.table).with_context(|| format!("--table {:?}", args.table))?;
-    let game = daemon::load_game(&args.file, args.game)?;
-    let presses = daemon::clock_timeline(&game);
+    let presses = if args.file.extension().is_some_and(|e| e == "jsonl") {
+        daemon::load_clock_presses(&args.file)?
+    } else {
+        daemon::clock_timeline(&daemon::load_game(&args.file, args.game)?)
+    };
     if presses.is_empty() {
         anyhow::bail!(
-            "{} game {}: no clock times (needs a TimeControl tag and clock comments)",
+            "{} (game {}): no clock presses (a BPGN needs a TimeControl tag and clock comments)",
             args.file.display(),
             args.game
         );

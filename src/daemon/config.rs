@@ -42,6 +42,31 @@ pub struct DaemonConfig {
     /// (demos and tests); a production daemon runs until SIGINT/SIGTERM.
     #[serde(default)]
     pub exit_when_done: bool,
+    /// How tables with a `calibration` are watched: frames → vision → tracker.
+    #[serde(default)]
+    pub vision: VisionConfig,
+}
+
+/// `[vision]`: the camera chain of the tables that have a `calibration`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VisionConfig {
+    /// Frames wait this long (ms of frame time) before they are read, so that a clock press that
+    /// arrives a little after the frames it follows is still handed to the tracker in time order.
+    /// Moves committed at a press are not delayed by it; moves committed at stability are.
+    pub hold_ms: u64,
+    /// Motion, tracker and reader settings (`[vision.watch.motion]`, `[vision.watch.tracker]`,
+    /// `[vision.watch.reader]`), as for `tandem watch --config`.
+    pub watch: crate::watch::WatchConfig,
+}
+
+impl Default for VisionConfig {
+    fn default() -> Self {
+        Self {
+            hold_ms: 1000,
+            watch: crate::watch::WatchConfig::default(),
+        }
+    }
 }
 
 fn default_state_dir() -> PathBuf {
@@ -63,6 +88,10 @@ pub struct TableSpec {
     /// Start position as a table FEN (`<A> | <B>`); absent = the standard start.
     #[serde(default)]
     pub start: Option<String>,
+    /// The table's calibration in the camera image (`tandem calibrate`). With a frame source, a
+    /// table that has one is watched: its moves come from the camera (and the clock presses).
+    #[serde(default)]
+    pub calibration: Option<PathBuf>,
 }
 
 fn default_rules() -> String {
@@ -132,17 +161,22 @@ impl Default for V4l2Config {
     }
 }
 
-/// `kind = "folder"`.
+/// `kind = "folder"`: a recording. A frame's time comes from its name (`<digits>ms`, or a frame
+/// number × 1000 / `fps`, as `tandem sim game` writes them), so a replay and its clock presses
+/// share the recording's timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FolderConfig {
     pub dir: PathBuf,
-    /// Pace frames by their files' modification times (true) or send them as fast as possible.
+    /// Pace frames by their times (true) or send them as fast as the daemon takes them.
     #[serde(default = "yes")]
     pub realtime: bool,
     /// Speed factor for `realtime` (2 = twice as fast).
     #[serde(default = "one")]
     pub speed: f64,
+    /// Frame rate for names that carry a frame number rather than a time.
+    #[serde(default = "ten")]
+    pub fps: f64,
 }
 
 /// `kind = "sim"`.
@@ -197,6 +231,9 @@ fn yes() -> bool {
 }
 fn one() -> f64 {
     1.0
+}
+fn ten() -> f64 {
+    10.0
 }
 fn one_usize() -> usize {
     1
@@ -259,12 +296,20 @@ impl DaemonConfig {
             fix_replay(m);
         }
         for t in &mut self.tables {
+            if let Some(c) = &mut t.calibration {
+                fix(c);
+            }
             if t.rules.ends_with(".toml") {
                 let mut p = PathBuf::from(&t.rules);
                 fix(&mut p);
                 t.rules = p.display().to_string();
             }
         }
+    }
+
+    /// Whether the frame source is a folder replayed once (it ends).
+    pub fn replays_folder(&self) -> bool {
+        matches!(self.source, SourceConfig::Folder(_))
     }
 
     /// The move source, from `[source] kind = "replay"` or `[moves]`.
@@ -326,6 +371,9 @@ impl DaemonConfig {
                 if !(f.speed.is_finite() && f.speed > 0.0) {
                     return Err("source.speed must be a positive number".into());
                 }
+                if !(f.fps.is_finite() && f.fps > 0.0) {
+                    return Err("source.fps must be a positive number".into());
+                }
             }
             SourceConfig::Sim(s) => {
                 if !(s.fps.is_finite() && s.fps > 0.0 && s.fps <= 60.0) {
@@ -351,11 +399,40 @@ impl DaemonConfig {
             }
             self.validate_replay("moves", m)?;
         }
-        if self.exit_when_done && self.replay().is_none() {
+        if self.exit_when_done && self.replay().is_none() && !self.replays_folder() {
             return Err(
-                "exit_when_done needs a move source ([source] kind = \"replay\" or [moves])".into(),
+                "exit_when_done needs a source that ends ([source] kind = \"replay\" or \"folder\", or [moves])"
+                    .into(),
             );
         }
+        for (i, t) in self.tables.iter().enumerate() {
+            if let Some(c) = &t.calibration {
+                if !c.is_file() {
+                    return Err(format!(
+                        "tables[{i}].calibration {} does not exist (make one with `tandem calibrate`)",
+                        c.display()
+                    ));
+                }
+                if matches!(self.source, SourceConfig::None | SourceConfig::Replay(_)) {
+                    return Err(format!(
+                        "tables[{i}].calibration needs a frame source ([source] kind = \"v4l2\", \"folder\" or \"sim\")"
+                    ));
+                }
+                if self.moves.as_ref().is_some_and(|m| {
+                    m.table.as_deref() == Some("*")
+                        || m.table.as_deref().unwrap_or(&self.tables[0].id) == t.id
+                }) {
+                    return Err(format!(
+                        "tables[{i}] is watched by the camera and cannot also get [moves]"
+                    ));
+                }
+            }
+        }
+        self.vision
+            .watch
+            .tracker
+            .validate()
+            .map_err(|e| format!("vision.watch.tracker: {e}"))?;
         if self.mqtt.tls.is_some() && self.mqtt.needs_embedded_broker() {
             return Err(
                 "mqtt.tls needs mqtt.host: the embedded broker only speaks plain TCP".into(),
@@ -459,14 +536,46 @@ mod tests {
             ("[[tables]]\nid = \"t1\"\n[mqtt]\nport = \"x\"\n", "line 4"),
             (
                 "exit_when_done = true\n[[tables]]\nid = \"t1\"\n",
-                "move source",
+                "source that ends",
             ),
+            (
+                "[[tables]]\nid = \"t1\"\ncalibration = \"nope.toml\"\n",
+                "tables[0].calibration",
+            ),
+            (
+                "[[tables]]\nid = \"t1\"\n[vision.watch.tracker]\nstable_frames = 0\n",
+                "vision.watch.tracker",
+            ),
+            ("[[tables]]\nid = \"t1\"\n[vision]\nhold = 3\n", "line "),
         ];
         for (text, want) in cases {
             let err = parse(text).expect_err(text);
             assert!(err.contains(want), "{text:?}: {err}");
             assert!(!err.contains('\n'), "{err}");
         }
+    }
+
+    #[test]
+    fn a_calibrated_table_needs_a_frame_source_and_resolves_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t1.toml"), "").unwrap();
+        std::fs::create_dir(dir.path().join("frames")).unwrap();
+        let table = "[[tables]]\nid = \"t1\"\ncalibration = \"t1.toml\"\n";
+        let err = DaemonConfig::from_toml_str(table, dir.path()).unwrap_err();
+        assert!(err.contains("needs a frame source"), "{err}");
+        let text = format!(
+            "exit_when_done = true\n{table}[source]\nkind = \"folder\"\ndir = \"frames\"\nfps = 5\n"
+        );
+        let c = DaemonConfig::from_toml_str(&text, dir.path()).unwrap();
+        assert_eq!(
+            c.tables[0].calibration.as_deref(),
+            Some(dir.path().join("t1.toml").as_path())
+        );
+        assert!(c.replays_folder());
+        assert_eq!(c.vision.hold_ms, 1000);
+        let with_moves = format!("{text}[moves]\nbpgn = \"t1.toml\"\n");
+        let err = DaemonConfig::from_toml_str(&with_moves, dir.path()).unwrap_err();
+        assert!(err.contains("cannot also get [moves]"), "{err}");
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! more tables, the referee per table, and every event through the publisher's durable outbox,
 //! into the evidence log and into the broadcast feed.
 //!
-//! Data flow: a [`MoveSource`] (replay today, the tracker later), clock and arbiter inputs from
-//! MQTT and capture notices become [`TableInput`]s; each is journaled, then applied by the
-//! table's [`TableRuntime`]; the resulting events go out in order. A restarted daemon (even after
+//! Data flow: a [`MoveSource`] (a replayed game or script), the camera's tracker for tables with a
+//! calibration ([`TableWatch`]: frames → vision → tracker on a thread per table), clock and arbiter
+//! inputs from MQTT and capture notices become [`TableInput`]s; each is journaled, then applied by
+//! the table's [`TableRuntime`]; the resulting events go out in order. A restarted daemon (even after
 //! `kill -9`) replays its journals and continues with the same event ids. See `docs/daemon.md`.
 
 mod clock_sim;
@@ -12,18 +13,20 @@ mod config;
 mod run;
 mod source;
 mod table;
+mod vision;
 
 pub use clock_sim::{ClockSimOptions, ClockSimSummary, run_clock_sim};
 pub use config::{
     CaptureFormat, DaemonConfig, FolderConfig, ReplayConfig, SimSourceConfig, SourceConfig,
-    TableSpec, V4l2Config,
+    TableSpec, V4l2Config, VisionConfig,
 };
 pub use run::{DaemonSummary, Ready, TableSummary, run_daemon, run_replay_demo};
 pub use source::{
     BpgnReplay, ClockPressAt, MoveSource, ScriptReplay, SourceMessage, TimedInput, clock_timeline,
-    load_game, open_camera, open_replay,
+    load_clock_presses, load_game, open_camera, open_replay,
 };
 pub use table::{ClockReading, Outcome, TableInput, TableRuntime};
+pub use vision::{TableWatch, WatchMessage, WatchOutput, WatchSetup};
 
 use std::path::Path;
 

@@ -23,6 +23,7 @@ use super::DaemonError;
 use super::config::{DaemonConfig, ReplayConfig, SourceConfig, TableSpec};
 use super::source::{self, MoveSource, SourceContext, SourceMessage};
 use super::table::{Outcome, TableInput, TableRuntime, color_of};
+use super::vision::{self, TableWatch, WatchMessage, WatchOutput, WatchSetup};
 
 /// Where a running daemon can be reached (sent once everything has started).
 #[derive(Debug, Clone)]
@@ -78,6 +79,13 @@ struct Daemon {
     events: u64,
     rejected: u64,
     frames: u64,
+    /// Per table: its camera watch, if the table has a calibration and there is a frame source.
+    watches: Vec<Option<TableWatch>>,
+    /// A folder replay: presses reach the tracker at their own `ts` (the recording's timeline);
+    /// live sources use the arrival time on the daemon's clock, as their frames do.
+    press_at_message_ts: bool,
+    clock_start: Instant,
+    clock_offset_ms: u64,
 }
 
 impl Daemon {
@@ -90,7 +98,31 @@ impl Daemon {
         }
         table.journal(&input, replay)?;
         let outcome = table.process(&input);
-        self.deliver(idx, outcome, true)
+        let restart = outcome.new_game
+            || outcome.events.iter().any(|e| {
+                matches!(&e.body, crate::rules::EventBody::Status { state, .. }
+                    if state == "position_corrected")
+            });
+        self.deliver(idx, outcome, true)?;
+        if let TableInput::Press { board, ts, .. } = &input
+            && let Some(watch) = &self.watches[idx]
+        {
+            let ts = if self.press_at_message_ts {
+                *ts
+            } else {
+                self.clock_start.elapsed().as_millis() as u64 + self.clock_offset_ms
+            };
+            watch.send(WatchMessage::Press { board: *board, ts });
+        }
+        if restart && let Some(watch) = &self.watches[idx] {
+            let table = &self.tables[idx];
+            watch.send(WatchMessage::Restart {
+                game: table.game(),
+                fen: table.fen(),
+                rules: Box::new(table.rules().clone()),
+            });
+        }
+        Ok(())
     }
 
     /// Sends events to the outbox, the evidence log and the feed, then clock commands and the
@@ -238,10 +270,25 @@ pub async fn run_daemon(
         None => (None, None),
     };
 
+    let frame_source = matches!(
+        config.source,
+        SourceConfig::V4l2(_) | SourceConfig::Folder(_) | SourceConfig::Sim(_)
+    );
     let mut tables = Vec::new();
     let mut recovered = Vec::new();
-    for spec in &config.tables {
-        let (mut table, history, last) = TableRuntime::open(spec, &config.state_dir)?;
+    let mut setups = Vec::new();
+    for (idx, spec) in config.tables.iter().enumerate() {
+        let setup = match (&spec.calibration, frame_source) {
+            (Some(path), true) => Some(WatchSetup::load(idx, &spec.id, path, &config.vision)?),
+            _ => None,
+        };
+        let (mut table, history, last) =
+            TableRuntime::open(spec, &config.state_dir, setup.is_some())?;
+        if let (Some(path), Some(_)) = (&spec.calibration, &setup) {
+            let text = std::fs::read_to_string(path).map_err(|e| DaemonError::io(path, e))?;
+            table.set_camera(text, vision::model_sha256(&config.vision));
+        }
+        setups.push(setup);
         if let Some(b) = &broadcast {
             for event in &history {
                 let _ = b.publish(event);
@@ -260,6 +307,24 @@ pub async fn run_daemon(
         recovered.push(last);
     }
     let (fen_tx, fen_rx) = watch::channel(tables[0].fen());
+    // The camera chain of watched tables, each tracking from its journaled position.
+    let (watch_tx, mut watch_rx) = mpsc::unbounded_channel::<WatchOutput>();
+    let mut watches = Vec::new();
+    for (setup, table) in setups.iter().zip(&tables) {
+        watches.push(match setup {
+            Some(s) => Some(TableWatch::start(
+                s.clone(),
+                table.game(),
+                &table.fen(),
+                table.rules().clone(),
+                watch_tx.clone(),
+            )?),
+            None => None,
+        });
+    }
+    drop(watch_tx);
+    let watched = watches.iter().flatten().count();
+    let clock_offset_ms = tables.iter().map(TableRuntime::last_ts).max().unwrap_or(0);
     let mut daemon = Daemon {
         tables,
         publisher,
@@ -269,6 +334,10 @@ pub async fn run_daemon(
         events: 0,
         rejected: 0,
         frames: 0,
+        watches,
+        press_at_message_ts: matches!(config.source, SourceConfig::Folder(_)),
+        clock_start: started,
+        clock_offset_ms,
     };
     // The last journaled input's events may not have reached the outbox before a crash:
     // publish them again (receivers deduplicate by id), and the current state.
@@ -314,12 +383,7 @@ pub async fn run_daemon(
         tx: frame_tx,
         stop: stop.clone(),
         start: started,
-        ts_offset_ms: daemon
-            .tables
-            .iter()
-            .map(TableRuntime::last_ts)
-            .max()
-            .unwrap_or(0),
+        ts_offset_ms: clock_offset_ms,
         fen: fen_rx,
     };
     let capture = match config.source.clone() {
@@ -342,6 +406,11 @@ pub async fn run_daemon(
     tokio::pin!(shutdown);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut frames_open = capture.is_some();
+    let mut drained = 0usize;
+    let mut watching = watched > 0;
+    // Done (with `exit_when_done`): the move source is exhausted and a replayed folder has ended
+    // and been read to its last frame by every watched table.
+    let folder = config.replays_folder();
     let outcome: Result<(), DaemonError> = loop {
         let step = tokio::select! {
             _ = &mut shutdown => break Ok(()),
@@ -360,6 +429,9 @@ pub async fn run_daemon(
             message = frame_rx.recv(), if frames_open => match message {
                 Some(SourceMessage::Frame(frame)) => {
                     daemon.frames += 1;
+                    for w in daemon.watches.iter().flatten() {
+                        w.send(WatchMessage::Frame(frame.clone()));
+                    }
                     let mut result = Ok(());
                     for t in &mut daemon.tables {
                         result = result.and(t.push_frame(frame.clone()));
@@ -376,10 +448,31 @@ pub async fn run_daemon(
                 }
                 Some(SourceMessage::Ended) | None => {
                     frames_open = false;
+                    for w in daemon.watches.iter().flatten() {
+                        w.send(WatchMessage::Flush);
+                    }
                     Ok(())
                 }
             },
-            _ = tick.tick(), if config.exit_when_done && !replaying => {
+            output = watch_rx.recv(), if watching => match output {
+                Some(WatchOutput::Inputs(idx, inputs)) => {
+                    let mut result = Ok(());
+                    for input in inputs {
+                        result = result.and_then(|_| daemon.apply(idx, input, false));
+                    }
+                    result
+                }
+                Some(WatchOutput::Drained(_)) => {
+                    drained += 1;
+                    Ok(())
+                }
+                None => {
+                    watching = false;
+                    Ok(())
+                }
+            },
+            _ = tick.tick(), if config.exit_when_done && !replaying
+                && (!folder || (!frames_open && drained >= watched)) => {
                 if daemon.publisher.stats().pending == 0 {
                     break Ok(());
                 }
@@ -393,6 +486,8 @@ pub async fn run_daemon(
 
     // Shutdown: stop inputs, finish evidence, drain the outbox, retained offline status.
     stop.store(true, Ordering::Relaxed);
+    // Watch threads end with their channels (frames still held are not read).
+    daemon.watches.clear();
     for p in pacers {
         p.abort();
     }
@@ -450,7 +545,7 @@ pub async fn run_daemon(
     })
 }
 
-/// The demo's entry point: replays game `game` of `bpgn` at `speed` on one table (`table`)
+/// One table replaying a recorded game: replays game `game` of `bpgn` at `speed` on one table (`table`)
 /// under `rules`, through an embedded broker, with state and evidence under `out_dir`, and
 /// returns when every event is acknowledged. `ready` gets the broker port before the first move.
 pub async fn run_replay_demo(
@@ -468,6 +563,7 @@ pub async fn run_replay_demo(
             rules: rules.to_string(),
             boards: ["A".into(), "B".into()],
             start: None,
+            calibration: None,
         }],
         source: SourceConfig::Replay(ReplayConfig {
             bpgn: Some(bpgn.to_path_buf()),
@@ -493,6 +589,7 @@ pub async fn run_replay_demo(
         broadcast: None,
         state_dir: out_dir.join("state"),
         exit_when_done: true,
+        vision: Default::default(),
     };
     run_daemon(config, std::future::pending(), ready).await
 }

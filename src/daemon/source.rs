@@ -6,10 +6,10 @@
 //! and hand frames to the daemon through a bounded channel; a full channel drops live frames
 //! (the evidence ring wants the newest) but never folder frames replayed as fast as possible.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use tokio::sync::{mpsc, watch};
@@ -174,6 +174,41 @@ pub struct ClockPressAt {
     pub ts: u64,
     pub white_ms: u64,
     pub black_ms: u64,
+}
+
+#[derive(Deserialize)]
+struct PressRecord {
+    #[serde(alias = "ts")]
+    ts_ms: u64,
+    board: BoardId,
+    #[serde(alias = "side")]
+    color: Color,
+    white_ms: u64,
+    black_ms: u64,
+}
+
+/// Reads a recorded clock timeline: JSON lines with `ts_ms` (or `ts`), `board`, `color` (or
+/// `side`), `white_ms`, `black_ms` — the `clock.jsonl` that `tandem sim game` writes beside its
+/// frames. Sorted by time (stable).
+pub fn load_clock_presses(path: &Path) -> Result<Vec<ClockPressAt>, DaemonError> {
+    let text = std::fs::read_to_string(path).map_err(|e| DaemonError::io(path, e))?;
+    let mut presses = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: PressRecord = serde_json::from_str(line)
+            .map_err(|e| DaemonError::Source(format!("{} line {}: {e}", path.display(), n + 1)))?;
+        presses.push(ClockPressAt {
+            board: r.board,
+            side: r.color,
+            ts: r.ts_ms,
+            white_ms: r.white_ms,
+            black_ms: r.black_ms,
+        });
+    }
+    presses.sort_by_key(|p| p.ts);
+    Ok(presses)
 }
 
 /// The presses of a game (one per move that has a clock comment), with both remaining times.
@@ -348,24 +383,12 @@ pub fn run_v4l2(config: &V4l2Config, ctx: &SourceContext) {
     }
 }
 
-/// The image files of a folder, sorted by name.
-pub fn folder_frames(dir: &Path) -> Result<Vec<PathBuf>, DaemonError> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| DaemonError::io(dir, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "jpg" | "jpeg" | "png"))
-        })
-        .collect();
-    files.sort();
-    Ok(files)
-}
-
-/// Replays a folder once, paced by modification times (or as fast as possible), then ends.
+/// Replays a recorded folder once, then ends. Frames carry their recorded times (see
+/// [`FolderConfig`]); with `realtime` they are sent when due (scaled by `speed`), else as fast as
+/// the daemon takes them. A recording loses no frame to a full channel: the sender waits. A
+/// resumed daemon (`ts_offset_ms` > 0, the journal's last time) skips the frames up to it.
 pub fn run_folder(config: &FolderConfig, ctx: &SourceContext) {
-    let files = match folder_frames(&config.dir) {
+    let files = match crate::watch::list_frames(&config.dir, config.fps) {
         Ok(f) => f,
         Err(e) => {
             ctx.notice("source_failed", e.to_string());
@@ -373,39 +396,34 @@ pub fn run_folder(config: &FolderConfig, ctx: &SourceContext) {
             return;
         }
     };
-    let mtime = |p: &Path| {
-        std::fs::metadata(p)
-            .and_then(|m| m.modified())
-            .unwrap_or(SystemTime::UNIX_EPOCH)
-    };
-    let first = files.first().map(|p| mtime(p));
+    let resume = ctx.ts_offset_ms;
+    let files: Vec<_> = files
+        .into_iter()
+        .filter(|f| resume == 0 || f.ts > resume)
+        .collect();
+    let first = files.first().map(|f| f.ts).unwrap_or(0);
     let began = Instant::now();
-    for path in &files {
+    for file in &files {
         if ctx.stopped() {
             return;
         }
-        if config.realtime
-            && let Some(first) = first
-        {
-            let offset = mtime(path).duration_since(first).unwrap_or_default();
-            let due = offset.div_f64(config.speed);
+        if config.realtime {
+            let due = Duration::from_millis(file.ts - first).div_f64(config.speed);
             if let Some(wait) = due.checked_sub(began.elapsed())
                 && !ctx.sleep(wait)
             {
                 return;
             }
         }
-        let bytes = match std::fs::read(path) {
+        let bytes = match std::fs::read(&file.path) {
             Ok(b) => b,
             Err(e) => {
-                log::warn!("capture: {}: {e}", path.display());
+                ctx.notice("frame_unreadable", format!("{}: {e}", file.path.display()));
                 continue;
             }
         };
-        let frame = SourceMessage::Frame(Frame::new(ctx.now_ms(), bytes));
-        if config.realtime {
-            let _ = ctx.tx.try_send(frame);
-        } else if ctx.tx.blocking_send(frame).is_err() {
+        let frame = SourceMessage::Frame(Frame::new(file.ts as i64, bytes));
+        if ctx.tx.blocking_send(frame).is_err() {
             return;
         }
     }
@@ -488,6 +506,25 @@ mod tests {
     }
 
     #[test]
+    fn clock_presses_are_read_from_json_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("clock.jsonl");
+        std::fs::write(
+            &path,
+            "{\"ts_ms\":1795,\"board\":\"B\",\"color\":\"black\",\"white_ms\":1,\"black_ms\":2}\n\n\
+             {\"ts\":1695,\"board\":\"A\",\"side\":\"white\",\"white_ms\":3,\"black_ms\":4}\n",
+        )
+        .unwrap();
+        let presses = load_clock_presses(&path).unwrap();
+        assert_eq!(presses.len(), 2);
+        assert_eq!((presses[0].ts, presses[0].board), (1695, BoardId::A));
+        assert_eq!((presses[1].side, presses[1].black_ms), (Color::Black, 2));
+        std::fs::write(&path, "{\"ts_ms\":1,\"board\":\"C\"}\n").unwrap();
+        let err = load_clock_presses(&path).unwrap_err().to_string();
+        assert!(err.contains("line 1"), "{err}");
+    }
+
+    #[test]
     fn bpgn_replay_resumes_after_skip() {
         let mut all = BpgnReplay::new(&game());
         let first: Vec<_> = std::iter::from_fn(|| all.next_input()).collect();
@@ -558,17 +595,22 @@ mod tests {
             dir: dir.path().to_path_buf(),
             realtime: false,
             speed: 1.0,
+            fps: 10.0,
         };
         let thread = std::thread::spawn(move || run_folder(&config, &ctx));
         let mut got = Vec::new();
         loop {
             match rx.blocking_recv().unwrap() {
-                SourceMessage::Frame(f) => got.push(String::from_utf8(f.bytes.to_vec()).unwrap()),
+                SourceMessage::Frame(f) => {
+                    got.push((f.ts_ms, String::from_utf8(f.bytes.to_vec()).unwrap()))
+                }
                 SourceMessage::Ended => break,
                 other => panic!("{other:?}"),
             }
         }
         thread.join().unwrap();
-        assert_eq!(got, ["a.png", "b.jpg", "c.JPEG"]);
+        // Names without a time: the position in the list at 10 fps.
+        let want = [(0, "a.png"), (100, "b.jpg"), (200, "c.JPEG")];
+        assert_eq!(got, want.map(|(t, n)| (t, n.to_string())));
     }
 }

@@ -65,6 +65,15 @@ pub enum TableInput {
     Arbiter { message: ArbiterMessage },
     /// Something the daemon itself reports as a `status` event (camera lost, camera back).
     Notice { state: String, detail: String },
+    /// What the camera's tracker found on its own (`desync`, `hidden_pocket`,
+    /// `handover_missing`): published as it is, the referee is not involved. The tracker's moves and
+    /// presses arrive as [`TableInput::Script`] actions instead, so the referee judges them.
+    Observed {
+        #[serde(default)]
+        board: Option<BoardId>,
+        ts: u64,
+        body: EventBody,
+    },
 }
 
 impl TableInput {
@@ -123,7 +132,14 @@ pub struct Outcome {
 }
 
 /// Event types that stay open as alerts until the arbiter acknowledges them.
-const ALERT_TYPES: [&str; 3] = ["illegal_move", "piece_removed", "claim_rejected"];
+const ALERT_TYPES: [&str; 6] = [
+    "illegal_move",
+    "piece_removed",
+    "claim_rejected",
+    "desync",
+    "hidden_pocket",
+    "handover_missing",
+];
 
 /// One table's live state.
 pub struct TableRuntime {
@@ -145,6 +161,11 @@ pub struct TableRuntime {
     journal: Option<File>,
     journal_path: PathBuf,
     recorder: Option<GameRecorder>,
+    /// The camera's tracker decides the moves: a clock press only updates the clock reading and
+    /// reaches the referee through the tracker (after the move it completes).
+    watched: bool,
+    /// For the evidence log of a watched table: the calibration text and the model's SHA-256.
+    camera: Option<(String, Option<String>)>,
 }
 
 fn board_of(b: Board) -> BoardId {
@@ -188,18 +209,34 @@ impl TableRuntime {
             journal: None,
             journal_path: PathBuf::new(),
             recorder: None,
+            watched: false,
+            camera: None,
         })
     }
 
+    /// What the evidence log of each game keeps about the camera chain: the calibration as
+    /// loaded and the square model's SHA-256 (call before [`TableRuntime::open_evidence`]).
+    pub fn set_camera(&mut self, calibration: String, model_sha256: Option<String>) {
+        self.camera = Some((calibration, model_sha256));
+    }
+
+    /// The rule set of the current game.
+    pub fn rules(&self) -> &RuleSet {
+        &self.rules
+    }
+
     /// Opens (or creates) the table's journal under `state_dir` and replays it silently.
+    /// `watched`: the camera's tracker decides this table's moves (see [`TableInput::Observed`]).
     ///
     /// Returns the table, every event of the journal (to rebuild in-memory views such as the
     /// broadcast feed) and the outcome of the last entry, which the caller re-publishes.
     pub fn open(
         spec: &TableSpec,
         state_dir: &Path,
+        watched: bool,
     ) -> Result<(Self, Vec<Event>, Outcome), DaemonError> {
         let mut table = Self::new(spec)?;
+        table.watched = watched;
         let dir = state_dir.join(&spec.id);
         std::fs::create_dir_all(&dir).map_err(|e| DaemonError::io(&dir, e))?;
         let path = dir.join("journal.jsonl");
@@ -374,10 +411,14 @@ impl TableRuntime {
                 reading.black_ms = black_ms.or(reading.black_ms);
                 reading.running = Some(side.other());
                 reading.ts = Some(*ts);
-                self.referee.apply(TimedAction {
-                    ts: Some(*ts),
-                    action: Action::Press { board: *board },
-                })
+                if self.watched {
+                    Vec::new()
+                } else {
+                    self.referee.apply(TimedAction {
+                        ts: Some(*ts),
+                        action: Action::Press { board: *board },
+                    })
+                }
             }
             TableInput::Flag { board, side, ts } => {
                 self.last_ts = self.last_ts.max(*ts);
@@ -396,6 +437,16 @@ impl TableRuntime {
                 self.arbiter(message, &mut out)
             }
             TableInput::Notice { state, detail } => vec![self.status(state, detail)],
+            TableInput::Observed { board, ts, body } => {
+                self.last_ts = self.last_ts.max(*ts);
+                vec![Event {
+                    id: String::new(),
+                    table: self.id.to_string(),
+                    ts: *ts,
+                    board: *board,
+                    body: body.clone(),
+                }]
+            }
         };
         for mut event in raw {
             self.seq += 1;
@@ -636,8 +687,8 @@ impl TableRuntime {
         let meta = GameMeta {
             table: self.id.to_string(),
             game: name,
-            calibration: None,
-            model_sha256: None,
+            calibration: self.camera.as_ref().map(|c| c.0.clone()),
+            model_sha256: self.camera.as_ref().and_then(|c| c.1.clone()),
             rule_set: self.rules.name.clone(),
             started_ts: self.last_ts as i64,
         };
@@ -693,6 +744,7 @@ mod tests {
             rules: "fics".into(),
             boards: ["A".into(), "B".into()],
             start: None,
+            calibration: None,
         }
     }
 
@@ -740,6 +792,63 @@ mod tests {
     }
 
     #[test]
+    fn a_watched_table_takes_its_moves_from_the_tracker() {
+        let dir = tempfile::tempdir().unwrap();
+        let press = TableInput::Press {
+            board: BoardId::A,
+            side: Color::White,
+            ts: 900,
+            white_ms: Some(179_000),
+            black_ms: Some(180_000),
+            seq: Some(1),
+        };
+        let tracked = [
+            TableInput::Script {
+                action: json!({"board": "A", "move": "e2e4", "ts": 1000}),
+            },
+            TableInput::Script {
+                action: json!({"press": "A", "ts": 1000}),
+            },
+            TableInput::Observed {
+                board: Some(BoardId::B),
+                ts: 1100,
+                body: EventBody::HiddenPocket {
+                    color: Color::White,
+                    piece: "N".into(),
+                    held: 1,
+                    visible: 0,
+                },
+            },
+        ];
+        let (mut t, _, _) = TableRuntime::open(&spec(), dir.path(), true).unwrap();
+        // The press updates the clock; the referee hears of it from the tracker, after the move.
+        t.journal(&press, false).unwrap();
+        assert!(t.process(&press).events.is_empty());
+        assert_eq!(t.state()["clocks"]["A"]["white_ms"], 179_000);
+        let mut all = Vec::new();
+        for input in &tracked {
+            t.journal(input, false).unwrap();
+            all.extend(t.process(input).events);
+        }
+        let kinds: Vec<String> = all
+            .iter()
+            .map(|e| {
+                serde_json::to_value(e).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(kinds, ["move", "clock", "hidden_pocket"]);
+        assert_eq!(all[2].id, "t1/1/3");
+        assert!(t.state()["open_alerts"].to_string().contains("t1/1/3"));
+        // The journal reproduces it, presses included.
+        let (again, history, _) = TableRuntime::open(&spec(), dir.path(), true).unwrap();
+        assert_eq!(history, all);
+        assert_eq!(again.fen(), t.fen());
+    }
+
+    #[test]
     fn journal_replay_reproduces_events_and_state() {
         let dir = tempfile::tempdir().unwrap();
         let inputs = [
@@ -760,7 +869,7 @@ mod tests {
         let mut first = Vec::new();
         let state;
         {
-            let (mut t, old, _) = TableRuntime::open(&spec(), dir.path()).unwrap();
+            let (mut t, old, _) = TableRuntime::open(&spec(), dir.path(), false).unwrap();
             assert!(old.is_empty());
             for (i, input) in inputs.iter().enumerate() {
                 t.journal(input, i % 2 == 0).unwrap();
@@ -768,7 +877,7 @@ mod tests {
             }
             state = t.state();
         }
-        let (t, again, last) = TableRuntime::open(&spec(), dir.path()).unwrap();
+        let (t, again, last) = TableRuntime::open(&spec(), dir.path(), false).unwrap();
         assert_eq!(again, first);
         assert_eq!(t.state(), state);
         assert_eq!(last.events, first[first.len() - 1..].to_vec());

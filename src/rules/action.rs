@@ -144,6 +144,40 @@ impl TimedAction {
     }
 }
 
+impl Action {
+    /// The documented JSON shape of this action (without `ts`); the inverse of
+    /// [`TimedAction::from_json`].
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        match self {
+            Action::Move { board, notation } => json!({"board": board, "move": notation}),
+            Action::Press { board } => json!({"press": board}),
+            Action::Flag { board, color } => json!({"flag": {"board": board, "color": color}}),
+            Action::Claim { kind, board, by } => {
+                json!({"claim": {"kind": kind, "board": board, "by": by}})
+            }
+            Action::Resign { board, color } => {
+                json!({"resign": {"board": board, "color": color}})
+            }
+            Action::DrawAgreed => json!({"draw_agreed": true}),
+            Action::Simultaneous(items) => {
+                json!({"simultaneous": items.iter().map(Action::to_json).collect::<Vec<_>>()})
+            }
+        }
+    }
+}
+
+impl TimedAction {
+    /// The documented JSON shape, `ts` included when known (journals, referee scripts).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = self.action.to_json();
+        if let (Some(ts), Some(map)) = (self.ts, value.as_object_mut()) {
+            map.insert("ts".into(), ts.into());
+        }
+        value
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,7 +223,10 @@ mod tests {
             (json!({"draw_agreed": true}), Action::DrawAgreed),
         ];
         for (value, want) in cases {
-            assert_eq!(parse(value.clone()).unwrap().action, want, "{value}");
+            let parsed = parse(value.clone()).unwrap();
+            assert_eq!(parsed.action, want, "{value}");
+            // The JSON shape written back is the one read.
+            assert_eq!(parse(parsed.to_json()).unwrap(), parsed, "{value}");
         }
         let both = parse(json!({"simultaneous": [
             {"flag": {"board": "A", "color": "white"}},

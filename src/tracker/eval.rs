@@ -82,7 +82,7 @@ pub struct EvalReport {
 }
 
 /// Longest common subsequence length: moves right in order, a missed or extra move counted once.
-pub(crate) fn lcs(a: &[String], b: &[String]) -> usize {
+pub fn lcs(a: &[String], b: &[String]) -> usize {
     let mut prev = vec![0usize; b.len() + 1];
     let mut cur = vec![0usize; b.len() + 1];
     for x in a {

@@ -24,6 +24,19 @@ pub use track::{Tracker, TrackerError};
 
 pub use crate::rules::SquareEvidence;
 
+/// Whether an event is the tracker's own finding about what the camera sees (desync, hidden
+/// pocket, missing hand-over) rather than its referee's verdict on an action. A consumer with its
+/// own referee replays [`Tracker::take_applied`] for the latter and passes only these on.
+pub fn raised_by_tracker(body: &crate::rules::EventBody) -> bool {
+    use crate::rules::EventBody;
+    matches!(
+        body,
+        EventBody::Desync { .. }
+            | EventBody::HiddenPocket { .. }
+            | EventBody::HandoverMissing { .. }
+    )
+}
+
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{BoardId, Color, Piece, Position, Role, Square};

@@ -130,6 +130,8 @@ pub struct Tracker {
     table_id: String,
     game: u32,
     seq: u64,
+    /// Referee actions applied since the last [`Tracker::take_applied`].
+    applied: Vec<TimedAction>,
 }
 
 impl Tracker {
@@ -158,6 +160,7 @@ impl Tracker {
             table_id: table_id.to_string(),
             game,
             seq: 0,
+            applied: Vec::new(),
         })
     }
 
@@ -174,6 +177,13 @@ impl Tracker {
     /// Whether `board` is currently out of sync (a `desync` was raised and not yet recovered).
     pub fn is_desynced(&self, board: BoardId) -> bool {
         self.boards[board.index()].lost
+    }
+
+    /// The referee actions (moves, presses) the tracker applied since the last call, in order:
+    /// replaying them on another referee from the same position gives the same table. The daemon
+    /// journals them so that its own referee follows the camera.
+    pub fn take_applied(&mut self) -> Vec<TimedAction> {
+        std::mem::take(&mut self.applied)
     }
 
     /// The configuration in use.
@@ -559,10 +569,12 @@ impl Tracker {
             board: b,
             notation: mv.to_uci().to_string(),
         };
-        let mut events = self.referee.apply(TimedAction {
+        let timed = TimedAction {
             ts: Some(ts),
             action,
-        });
+        };
+        self.applied.push(timed.clone());
+        let mut events = self.referee.apply(timed);
         let table = self.referee.table();
         // Whatever reached the other board's pockets is a pending hand-over.
         for (color, before) in [(mover.other(), other_before), (mover, other_before_own)] {
@@ -579,10 +591,12 @@ impl Tracker {
         let bt = &mut self.boards[b.index()];
         if self.clock_feed && bt.presses > 0 {
             bt.presses -= 1;
-            events.extend(self.referee.apply(TimedAction {
+            let press = TimedAction {
                 ts: Some(ts),
                 action: Action::Press { board: b },
-            }));
+            };
+            self.applied.push(press.clone());
+            events.extend(self.referee.apply(press));
         }
         events
     }
@@ -890,6 +904,19 @@ mod tests {
         assert!(moves(&ev).is_empty(), "no press on A yet: {ev:?}");
         let ev = t.press(BoardId::A, ts);
         assert_eq!(moves(&ev), ["e2e4"]);
+        // What the tracker applied, replayed on a fresh referee, gives the tracked table.
+        let applied = t.take_applied();
+        assert_eq!(applied.len(), 2, "{applied:?}");
+        assert!(matches!(
+            applied[1].action,
+            Action::Press { board: BoardId::A }
+        ));
+        let mut referee = Referee::new("t", 1, RuleSet::fics(), None).unwrap();
+        for a in applied {
+            referee.apply(a);
+        }
+        assert_eq!(referee.table().to_fen(), t.table().to_fen());
+        assert!(t.take_applied().is_empty());
     }
 
     #[test]

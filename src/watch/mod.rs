@@ -176,6 +176,11 @@ impl Watcher {
         &self.tracker
     }
 
+    /// The referee actions the tracker applied since the last call ([`Tracker::take_applied`]).
+    pub fn take_applied(&mut self) -> Vec<crate::rules::TimedAction> {
+        self.tracker.take_applied()
+    }
+
     /// Whether the reader was adapted on each board's start position.
     pub fn adapted(&self) -> [bool; 2] {
         self.adapted

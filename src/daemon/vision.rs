@@ -1,0 +1,327 @@
+//! A table watched by the camera: frames → vision → tracker on a thread of its own, and what the
+//! tracker concludes back to the daemon as [`TableInput`]s, which are journaled like any input.
+//!
+//! The tracker keeps its own referee as its prior; the daemon's referee follows it by replaying
+//! the actions the tracker applied (moves, the presses that completed them) as
+//! [`TableInput::Script`] entries, and gets the tracker's own findings (desync, hidden pocket,
+//! missing hand-over) as [`TableInput::Observed`]. So the events of a table remain a function of
+//! its journal, and a restarted daemon resumes its game and restarts the tracker from the
+//! journaled position.
+//!
+//! Frames are held back `hold_ms` of frame time before they are read, so that a clock press that
+//! arrives over MQTT a little after the frames it follows still reaches the tracker in time order:
+//! when a press arrives, the held frames before it are read first, then the press is handed over.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc as std_mpsc;
+use std::thread::JoinHandle;
+
+use tokio::sync::mpsc;
+
+use crate::engine::BoardId;
+use crate::evidence::Frame;
+use crate::rules::{Event, RuleSet};
+use crate::tracker::{Tracker, raised_by_tracker};
+use crate::vision::Calibration;
+use crate::watch::{OnnxReader, TableReader, WatchError, Watcher};
+
+use super::DaemonError;
+use super::config::VisionConfig;
+use super::table::TableInput;
+
+/// What the daemon hands to a watched table's thread.
+#[derive(Debug)]
+pub enum WatchMessage {
+    Frame(Frame),
+    /// A clock press on `board` at `ts` (the watcher's timeline).
+    Press {
+        board: BoardId,
+        ts: u64,
+    },
+    /// A new game or a corrected position: track from `fen` (a table FEN) under `rules`.
+    Restart {
+        game: u32,
+        fen: String,
+        rules: Box<RuleSet>,
+    },
+    /// The frame source ended: read every held frame, then report [`WatchOutput::Drained`].
+    Flush,
+}
+
+/// What a watched table's thread sends back.
+#[derive(Debug)]
+pub enum WatchOutput {
+    /// Inputs for table `idx`, in order.
+    Inputs(usize, Vec<TableInput>),
+    /// Table `idx` has read everything it was sent before a [`WatchMessage::Flush`].
+    Drained(usize),
+}
+
+/// How a watched table is set up.
+#[derive(Clone)]
+pub struct WatchSetup {
+    pub idx: usize,
+    pub table: String,
+    pub calibration: Calibration,
+    pub config: VisionConfig,
+}
+
+impl WatchSetup {
+    /// Loads the calibration file of table `idx`.
+    pub fn load(
+        idx: usize,
+        table: &str,
+        calibration: &Path,
+        config: &VisionConfig,
+    ) -> Result<WatchSetup, DaemonError> {
+        let calibration = Calibration::load(calibration)
+            .map_err(|e| DaemonError::Source(format!("table {table}: calibration {e}")))?;
+        Ok(WatchSetup {
+            idx,
+            table: table.to_string(),
+            calibration,
+            config: config.clone(),
+        })
+    }
+
+    fn reader(&self) -> Result<Box<dyn TableReader>, WatchError> {
+        let reader = OnnxReader::new(&self.calibration, &self.config.watch.reader)?;
+        if !reader.has_pockets() {
+            log::warn!(
+                "{}: no pocket model: reading squares only (no pocket alerts)",
+                self.table
+            );
+        }
+        Ok(Box::new(reader))
+    }
+
+    fn watcher(&self, game: u32, fen: &str, rules: RuleSet) -> Result<Watcher, WatchError> {
+        let tracker = Tracker::new(
+            &self.table,
+            game,
+            rules,
+            Some(fen),
+            self.config.watch.tracker.clone(),
+        )?;
+        Watcher::new(
+            &self.calibration,
+            self.reader()?,
+            tracker,
+            &self.config.watch,
+        )
+    }
+}
+
+/// The SHA-256 of the square model a watched table reads with (for the evidence log).
+pub fn model_sha256(config: &VisionConfig) -> Option<String> {
+    let path: PathBuf = match &config.watch.reader.classifier.model {
+        Some(p) => p.clone(),
+        None => crate::vision::classify::find_model("squares.onnx").ok()?,
+    };
+    let bytes = std::fs::read(path).ok()?;
+    Some(crate::evidence::sha256_hex(&bytes))
+}
+
+/// A running watched table.
+pub struct TableWatch {
+    tx: std_mpsc::SyncSender<WatchMessage>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TableWatch {
+    /// Starts the thread for `setup`, tracking game `game` from `fen` under `rules`. Fails when the
+    /// models cannot be loaded (one clear error at start, not a thread that dies later).
+    pub fn start(
+        setup: WatchSetup,
+        game: u32,
+        fen: &str,
+        rules: RuleSet,
+        out: mpsc::UnboundedSender<WatchOutput>,
+    ) -> Result<TableWatch, DaemonError> {
+        let watcher = setup
+            .watcher(game, fen, rules)
+            .map_err(|e| DaemonError::Source(format!("table {}: {e}", setup.table)))?;
+        let (tx, rx) = std_mpsc::sync_channel(64);
+        let thread = std::thread::Builder::new()
+            .name(format!("watch-{}", setup.table))
+            .spawn(move || WatchLoop::new(setup, watcher, out).run(rx))
+            .map_err(|e| DaemonError::Source(format!("cannot start a watch thread: {e}")))?;
+        Ok(TableWatch {
+            tx,
+            thread: Some(thread),
+        })
+    }
+
+    /// Hands `message` to the thread; waits while its queue is full (a recording loses no frame).
+    /// Must be called from a multi-threaded tokio runtime or outside one.
+    pub fn send(&self, message: WatchMessage) {
+        match self.tx.try_send(message) {
+            Ok(()) => {}
+            Err(std_mpsc::TrySendError::Full(m)) => {
+                let send = || self.tx.send(m).is_ok();
+                let sent = match tokio::runtime::Handle::try_current() {
+                    Ok(_) => tokio::task::block_in_place(send),
+                    Err(_) => send(),
+                };
+                if !sent {
+                    log::warn!("watch thread gone; message dropped");
+                }
+            }
+            Err(std_mpsc::TrySendError::Disconnected(_)) => {
+                log::warn!("watch thread gone; message dropped");
+            }
+        }
+    }
+}
+
+impl Drop for TableWatch {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread after what it holds.
+        let (dead, _) = std_mpsc::sync_channel(1);
+        drop(std::mem::replace(&mut self.tx, dead));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The thread's state: the watcher and the frames held back.
+struct WatchLoop {
+    setup: WatchSetup,
+    watcher: Watcher,
+    out: mpsc::UnboundedSender<WatchOutput>,
+    held: VecDeque<Frame>,
+    /// The last problem reported as a `status` event, so a broken stream gives one event.
+    last_problem: Option<String>,
+    problems: u64,
+}
+
+impl WatchLoop {
+    fn new(
+        setup: WatchSetup,
+        watcher: Watcher,
+        out: mpsc::UnboundedSender<WatchOutput>,
+    ) -> WatchLoop {
+        WatchLoop {
+            setup,
+            watcher,
+            out,
+            held: VecDeque::new(),
+            last_problem: None,
+            problems: 0,
+        }
+    }
+
+    fn run(mut self, rx: std_mpsc::Receiver<WatchMessage>) {
+        while let Ok(message) = rx.recv() {
+            match message {
+                WatchMessage::Frame(frame) => {
+                    let newest = frame.ts_ms;
+                    self.held.push_back(frame);
+                    let hold = self.setup.config.hold_ms as i64;
+                    while self
+                        .held
+                        .front()
+                        .is_some_and(|f| f.ts_ms.saturating_add(hold) <= newest)
+                    {
+                        self.read_front();
+                    }
+                }
+                WatchMessage::Press { board, ts } => {
+                    while self.held.front().is_some_and(|f| f.ts_ms < ts as i64) {
+                        self.read_front();
+                    }
+                    let events = self.watcher.press(board, ts);
+                    self.emit(events);
+                }
+                WatchMessage::Restart { game, fen, rules } => {
+                    self.held.clear();
+                    match self.setup.watcher(game, &fen, *rules) {
+                        Ok(w) => self.watcher = w,
+                        Err(e) => self.problem("vision_error", format!("restart: {e}")),
+                    }
+                }
+                WatchMessage::Flush => {
+                    while !self.held.is_empty() {
+                        self.read_front();
+                    }
+                    let _ = self.out.send(WatchOutput::Drained(self.setup.idx));
+                }
+            }
+        }
+    }
+
+    fn read_front(&mut self) {
+        let Some(frame) = self.held.pop_front() else {
+            return;
+        };
+        let ts = frame.ts_ms.max(0) as u64;
+        let image = match image::load_from_memory(&frame.bytes) {
+            Ok(i) => i.to_rgb8(),
+            Err(e) => {
+                self.problem("frame_unreadable", format!("frame at {ts} ms: {e}"));
+                return;
+            }
+        };
+        match self.watcher.frame(&image, ts) {
+            Ok((events, _)) => {
+                self.emit(events);
+                if self.last_problem.take().is_some() {
+                    self.send(vec![TableInput::Notice {
+                        state: "vision_ok".into(),
+                        detail: format!(
+                            "frames are read again ({} frame(s) could not be)",
+                            self.problems
+                        ),
+                    }]);
+                    self.problems = 0;
+                }
+            }
+            Err(e) => self.problem("vision_error", format!("frame at {ts} ms: {e}")),
+        }
+    }
+
+    /// Turns the watcher's output into table inputs: the referee actions the tracker applied,
+    /// then the tracker's own findings.
+    fn emit(&mut self, events: Vec<Event>) {
+        let mut inputs: Vec<TableInput> = self
+            .watcher
+            .take_applied()
+            .iter()
+            .map(|a| TableInput::Script {
+                action: a.to_json(),
+            })
+            .collect();
+        inputs.extend(
+            events
+                .into_iter()
+                .filter(|e| raised_by_tracker(&e.body))
+                .map(|e| TableInput::Observed {
+                    board: e.board,
+                    ts: e.ts,
+                    body: e.body,
+                }),
+        );
+        self.send(inputs);
+    }
+
+    /// Reports a problem once per kind of problem (the first of a run of failing frames).
+    fn problem(&mut self, state: &str, detail: String) {
+        self.problems += 1;
+        log::warn!("{}: {state}: {detail}", self.setup.table);
+        if self.last_problem.as_deref() != Some(state) {
+            self.last_problem = Some(state.to_string());
+            self.send(vec![TableInput::Notice {
+                state: state.to_string(),
+                detail,
+            }]);
+        }
+    }
+
+    fn send(&self, inputs: Vec<TableInput>) {
+        if !inputs.is_empty() {
+            let _ = self.out.send(WatchOutput::Inputs(self.setup.idx, inputs));
+        }
+    }
+}

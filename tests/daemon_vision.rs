@@ -1,0 +1,138 @@
+//! The daemon watching a recorded table end to end: the committed simulated game's frames
+//! (folder source, paced in accelerated real time) and its clock bridge over MQTT → vision (the
+//! committed ONNX models) → tracker → referee → embedded broker, journal and evidence.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+use tandem_monitor::daemon::{
+    ClockSimOptions, DaemonConfig, FolderConfig, SourceConfig, TableSpec, load_clock_presses,
+    run_clock_sim, run_daemon,
+};
+use tandem_monitor::evidence::{self, EvidenceConfig};
+use tandem_monitor::publish::{MqttConfig, OutboxConfig, TableId};
+use tandem_monitor::vision::{Calibration, CalibrationConfig};
+
+const SPEED: f64 = 4.0;
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn recorded_frames_and_clock_presses_become_refereed_moves() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sim-game");
+    let dir = tempfile::tempdir().unwrap();
+    let frame = image::open(fixture.join("frames/000000.jpg"))
+        .unwrap()
+        .to_rgb8();
+    let cal = Calibration::detect(&frame, "t1", &CalibrationConfig::default()).unwrap();
+    let cal_path = dir.path().join("t1.toml");
+    cal.save(&cal_path).unwrap();
+
+    let config = DaemonConfig {
+        tables: vec![TableSpec {
+            id: "t1".into(),
+            rules: "fics".into(),
+            boards: ["A".into(), "B".into()],
+            start: None,
+            calibration: Some(cal_path),
+        }],
+        source: SourceConfig::Folder(FolderConfig {
+            dir: fixture.join("frames"),
+            realtime: true,
+            speed: SPEED,
+            fps: 10.0,
+        }),
+        moves: None,
+        mqtt: MqttConfig {
+            port: 0,
+            client_id: "daemon-vision-test".into(),
+            outbox: OutboxConfig {
+                dir: dir.path().join("outbox"),
+                ..OutboxConfig::default()
+            },
+            ..MqttConfig::default()
+        },
+        evidence: EvidenceConfig {
+            dir: dir.path().join("evidence"),
+            ..EvidenceConfig::default()
+        },
+        broadcast: None,
+        state_dir: dir.path().join("state"),
+        exit_when_done: true,
+        vision: Default::default(),
+    };
+    let presses = load_clock_presses(&fixture.join("clock.jsonl")).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (summary, clock) = rt.block_on(async {
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let daemon = tokio::spawn(run_daemon(config, std::future::pending(), Some(ready_tx)));
+        let ready = ready_rx.await.unwrap();
+        let clock = run_clock_sim(
+            &presses,
+            &ClockSimOptions {
+                host: "127.0.0.1".into(),
+                port: ready.broker_port,
+                table: TableId::new("t1").unwrap(),
+                speed: SPEED,
+                client_id: "daemon-vision-clock".into(),
+                drain_timeout: Duration::from_secs(10),
+            },
+        )
+        .await
+        .unwrap();
+        (daemon.await.unwrap().unwrap(), clock)
+    });
+    assert_eq!(clock.acked, presses.len());
+    assert_eq!(summary.frames, 201);
+    assert_eq!(summary.publisher.pending, 0);
+
+    // The journal: every clock press, and the tracker's moves as referee actions.
+    let journal = lines(&dir.path().join("state/t1/journal.jsonl"));
+    let count = |input: &str| journal.iter().filter(|l| l["input"] == input).count();
+    assert_eq!(count("press"), presses.len());
+    let tracked_moves = journal
+        .iter()
+        .filter(|l| l["input"] == "script" && l["action"].get("move").is_some())
+        .count();
+
+    // The evidence log: the calibration and the model it was read with, and the moves.
+    let game = summary.tables[0].evidence.clone().unwrap();
+    let report = evidence::verify(&game).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let log = lines(&game.join("log.jsonl"));
+    let meta = &log[0]["payload"];
+    assert!(meta["calibration"].as_str().unwrap().contains("[[boards]]"));
+    assert_eq!(meta["model_sha256"].as_str().map(str::len), Some(64));
+    let moves: Vec<&Value> = log
+        .iter()
+        .map(|r| &r["payload"])
+        .filter(|p| p["type"] == "move")
+        .collect();
+    // Each tracked move is judged: it stands (a move event) or is rejected (an illegal move).
+    let rejected = log
+        .iter()
+        .filter(|r| r["payload"]["type"] == "illegal_move" && r["payload"]["applied"] == false)
+        .count();
+    assert_eq!(moves.len() + rejected, tracked_moves);
+    // The recording holds 31 moves (13 on A, 18 on B); the committed models on this
+    // tripod view find about two thirds of them in order (docs/daemon.md).
+    let on = |b: &str| {
+        moves
+            .iter()
+            .filter(|m| m["board"] == b && m["legal"] == true)
+            .count()
+    };
+    assert!(on("A") >= 6 && on("B") >= 6, "A {} B {}", on("A"), on("B"));
+    assert!(moves.len() <= 40, "{} moves for 31 played", moves.len());
+}
