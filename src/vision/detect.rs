@@ -433,9 +433,30 @@ fn grow(g: &Gray, pts: &[Point], grid: &Grid, used: &[bool], seed: usize) -> Opt
                 hi[a] = hi[a].max(c[a]);
             }
         }
+        // The 4-neighbours of known points; once the homography rests on enough points, also
+        // their diagonal neighbours and the cells two steps away: pieces hide X-corners in
+        // patches, and a hole must not cut the lattice (the homography predicts across it).
+        let steps: &[[i32; 2]] = if known.len() >= 12 {
+            &[
+                [1, 0],
+                [-1, 0],
+                [0, 1],
+                [0, -1],
+                [1, 1],
+                [1, -1],
+                [-1, 1],
+                [-1, -1],
+                [2, 0],
+                [-2, 0],
+                [0, 2],
+                [0, -2],
+            ]
+        } else {
+            &[[1, 0], [-1, 0], [0, 1], [0, -1]]
+        };
         let mut frontier: Vec<[i32; 2]> = Vec::new();
         for c in known.keys() {
-            for d in [[1, 0], [-1, 0], [0, 1], [0, -1]] {
+            for d in steps {
                 let n = [c[0] + d[0], c[1] + d[1]];
                 let span_ok = (0..2).all(|a| n[a].max(hi[a]) - n[a].min(lo[a]) <= 6);
                 if span_ok && !known.contains_key(&n) && !frontier.contains(&n) {
