@@ -8,9 +8,10 @@
 //! its journal, and a restarted daemon resumes its game and restarts the tracker from the
 //! journaled position.
 //!
-//! Frames are held back `hold_ms` of frame time before they are read, so that a clock press that
-//! arrives over MQTT a little after the frames it follows still reaches the tracker in time order:
-//! when a press arrives, the held frames before it are read first, then the press is handed over.
+//! Frames and presses reach the tracker in time order whatever order they arrive in: frames are
+//! held back `hold_ms` of frame time before they are read, so that a clock press that arrives over
+//! MQTT a little after the frames it follows still comes first; a press that arrives before the
+//! frames it follows (the frame source lagging) waits for the first frame at or after its time.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -192,6 +193,8 @@ struct WatchLoop {
     watcher: Watcher,
     out: mpsc::UnboundedSender<WatchOutput>,
     held: VecDeque<Frame>,
+    /// Presses waiting for a frame at or after their time, in time order.
+    presses: VecDeque<(u64, BoardId)>,
     /// The last problem reported as a `status` event, so a broken stream gives one event.
     last_problem: Option<String>,
     problems: u64,
@@ -208,6 +211,7 @@ impl WatchLoop {
             watcher,
             out,
             held: VecDeque::new(),
+            presses: VecDeque::new(),
             last_problem: None,
             problems: 0,
         }
@@ -217,38 +221,51 @@ impl WatchLoop {
         while let Ok(message) = rx.recv() {
             match message {
                 WatchMessage::Frame(frame) => {
-                    let newest = frame.ts_ms;
                     self.held.push_back(frame);
-                    let hold = self.setup.config.hold_ms as i64;
-                    while self
-                        .held
-                        .front()
-                        .is_some_and(|f| f.ts_ms.saturating_add(hold) <= newest)
-                    {
-                        self.read_front();
-                    }
+                    self.release(false);
                 }
                 WatchMessage::Press { board, ts } => {
-                    while self.held.front().is_some_and(|f| f.ts_ms < ts as i64) {
-                        self.read_front();
-                    }
-                    let events = self.watcher.press(board, ts);
-                    self.emit(events);
+                    let at = self.presses.partition_point(|p| p.0 <= ts);
+                    self.presses.insert(at, (ts, board));
+                    self.release(false);
                 }
                 WatchMessage::Restart { game, fen, rules } => {
                     self.held.clear();
+                    self.presses.clear();
                     match self.setup.watcher(game, &fen, *rules) {
                         Ok(w) => self.watcher = w,
                         Err(e) => self.problem("vision_error", format!("restart: {e}")),
                     }
                 }
                 WatchMessage::Flush => {
-                    while !self.held.is_empty() {
-                        self.read_front();
-                    }
+                    self.release(true);
                     let _ = self.out.send(WatchOutput::Drained(self.setup.idx));
                 }
             }
+        }
+    }
+
+    /// Hands over, in time order, every press whose time a frame has reached (with the frames
+    /// before it), then the frames older than the hold; with `all`, everything.
+    fn release(&mut self, all: bool) {
+        let newest = self.held.back().map(|f| f.ts_ms);
+        while let Some(&(ts, board)) = self.presses.front() {
+            if !all && newest.is_none_or(|n| n < ts as i64) {
+                break;
+            }
+            while self.held.front().is_some_and(|f| f.ts_ms < ts as i64) {
+                self.read_front();
+            }
+            self.presses.pop_front();
+            let events = self.watcher.press(board, ts);
+            self.emit(events);
+        }
+        let hold = self.setup.config.hold_ms as i64;
+        while let (Some(front), Some(newest)) = (self.held.front(), newest) {
+            if !all && front.ts_ms.saturating_add(hold) > newest {
+                break;
+            }
+            self.read_front();
         }
     }
 
