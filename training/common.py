@@ -16,22 +16,28 @@ def read_csv(path):
 
 
 def load_patches(dirs, kind, h, w):
-    """Concatenates `<dir>/<kind>.u8` (raw RGB patches) and their CSV rows over `dirs`."""
-    arrays, rows = [], []
+    """Concatenates `<dir>/<kind>.u8` (raw RGB patches) and their CSV rows over `dirs`.
+
+    Reads straight into one preallocated array (no second copy: the square data of a few
+    thousand frames is several GB)."""
+    size = h * w * 3
+    parts, rows = [], []
     for d in dirs:
         r = read_csv(os.path.join(d, f"{kind}.csv"))
-        a = np.fromfile(os.path.join(d, f"{kind}.u8"), dtype=np.uint8)
-        n = len(r)
-        if a.size != n * h * w * 3:
-            # A generator still running: keep the complete patches only.
-            n = min(n, a.size // (h * w * 3))
-            r = r[:n]
-            a = a[: n * h * w * 3]
+        # A generator still running: keep the complete patches with a CSV row only.
+        n = min(len(r), os.path.getsize(os.path.join(d, f"{kind}.u8")) // size)
+        r = r[:n]
         for row in r:
             row["dir"] = d
-        arrays.append(a.reshape(n, h, w, 3))
+        parts.append((d, n))
         rows.extend(r)
-    return np.concatenate(arrays), rows
+    out = np.empty((len(rows), h, w, 3), dtype=np.uint8)
+    at = 0
+    for d, n in parts:
+        with open(os.path.join(d, f"{kind}.u8"), "rb") as f:
+            f.readinto(memoryview(out[at:at + n]).cast("B"))
+        at += n
+    return out, rows
 
 
 def to_tensor(batch_u8):
@@ -151,3 +157,68 @@ def ort_median_ms(path, input_name, shape, threads=2, runs=200):
         ts.append(time.perf_counter() - t)
     ts = np.array(ts) * 1e3
     return float(np.median(ts)), float(np.percentile(ts, 10))
+
+
+def load_val_squares(dirs):
+    """Session directories -> [(crops float NCHW, class index, is_adapt)] for in-training validation."""
+    from eval_sessions import load_images, sessions_under
+    from nets import CLASSES
+
+    out = []
+    for d in sessions_under(dirs):
+        rows = read_csv(os.path.join(d, "labels.csv"))
+        x = torch.from_numpy(load_images(d, [r["path"] for r in rows], (48, 64)))
+        y = np.array([CLASSES.index(r["label"]) for r in rows])
+        out.append((x, y, np.array([r["split"] == "adapt" for r in rows])))
+    return out
+
+
+def val_squares(model, sessions):
+    """(plain, 5-NN) accuracy over the test rows of `sessions`, the protocol of eval_sessions.py."""
+    was = model.training
+    model.eval()
+    right = np.zeros(2)
+    total = 0
+    with torch.no_grad():
+        for x, y, a in sessions:
+            logits, emb = model(x)
+            logits, emb = logits.numpy(), emb.numpy()
+            t = ~a
+            sim = emb[t] @ emb[a].T
+            top = np.argsort(-sim, axis=1)[:, :5]
+            votes = np.zeros((int(t.sum()), logits.shape[1]))
+            rows = np.arange(len(top))
+            for j in range(5):
+                np.add.at(votes, (rows, y[a][top[:, j]]), np.exp(16 * sim[rows, top[:, j]]))
+            right += [(logits[t].argmax(1) == y[t]).sum(), (votes.argmax(1) == y[t]).sum()]
+            total += int(t.sum())
+    model.train(was)
+    return right / max(total, 1)
+
+
+def load_val_pockets(dirs):
+    """Session directories -> [(pocket crops float NCHW, counts [n, 5])]."""
+    from eval_sessions import load_images, sessions_under
+
+    out = []
+    for d in sessions_under(dirs):
+        f = os.path.join(d, "pockets.csv")
+        if os.path.isfile(f):
+            rows = read_csv(f)
+            x = torch.from_numpy(load_images(d, [r["path"] for r in rows], (96, 128)))
+            out.append((x, np.array([[int(r[k]) for k in "PNBRQ"] for r in rows])))
+    return out
+
+
+def val_pockets(model, sessions):
+    """Share of pockets whose five role counts are all right."""
+    was = model.training
+    model.eval()
+    right = total = 0
+    with torch.no_grad():
+        for x, y in sessions:
+            pred = model(x).argmax(2).numpy()
+            right += int((pred == y).all(1).sum())
+            total += len(y)
+    model.train(was)
+    return right / max(total, 1)

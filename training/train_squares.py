@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Schedule, augment, export_onnx, load_patches, ort_median_ms, to_tensor  # noqa: E402
+from common import Schedule, load_val_squares, val_squares, augment, export_onnx, load_patches, ort_median_ms, to_tensor  # noqa: E402
 from nets import CLASSES, SquareNet, macs  # noqa: E402
 
 
@@ -32,6 +32,10 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--checkpoint", help="where to keep the torch weights (default OUT.pt)")
+    ap.add_argument("--val", nargs="*", default=[],
+                    help="validation session directories: scored every --val-every minutes, the best weights kept")
+    ap.add_argument("--val-every", type=float, default=8.0)
+    ap.add_argument("--init", help="start from these torch weights (same --width) instead of random")
     ap.add_argument("--aug", type=float, default=1.0, help="augmentation strength")
     ap.add_argument("--eval", nargs="*", default=[], help="session directories to report on")
     args = ap.parse_args()
@@ -53,12 +57,26 @@ def main():
     w /= w.sum()
 
     model = SquareNet(width=args.width)
+    if args.init:
+        model.load_state_dict(torch.load(args.init, map_location="cpu"))
+        print(f"initialised from {args.init}", flush=True)
     print(f"SquareNet width {args.width}: {sum(p.numel() for p in model.parameters())} params, "
           f"{macs(model, (3, 64, 48))} MACs/crop", flush=True)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=5e-4)
     sched = Schedule(opt, args.lr, args.minutes)
+    val = load_val_squares(args.val) if args.val else []
+    best = (-1.0, None, 0)
+
+    def validate(step):
+        r = val_squares(model, val)
+        print(f"val step {step}: plain {r[0]:.4f} 5-NN {r[1]:.4f}", flush=True)
+        return r[1]
+
+    if val and args.init:
+        best = (validate(0), {k: v.clone() for k, v in model.state_dict().items()}, 0)
     model.train()
     t0 = time.time()
+    next_val = args.val_every * 60
     step, run_loss, run_acc = 0, 0.0, 0.0
     while True:
         idx = rng.choice(keep, size=args.batch, p=w)
@@ -78,8 +96,16 @@ def main():
         if step % 200 == 0:
             print(f"step {step} loss {run_loss:.3f} acc {run_acc:.4f} lr {opt.param_groups[0]['lr']:.5f} "
                   f"{time.time() - t0:.0f} s", flush=True)
+        if val and (done or time.time() - t0 >= next_val):
+            next_val += args.val_every * 60
+            score = validate(step)
+            if score > best[0]:
+                best = (score, {k: v.clone() for k, v in model.state_dict().items()}, step)
         if done:
             break
+    if val:
+        print(f"keeping the weights of step {best[2]} (validation {best[0]:.4f})", flush=True)
+        model.load_state_dict(best[1])
     model.eval()
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     torch.save(model.state_dict(), args.checkpoint or args.out + ".pt")

@@ -96,6 +96,13 @@ struct DatasetArgs {
     /// Random positions per session (test rows), besides the start position (adapt rows).
     #[arg(long, default_value_t = 4)]
     positions: usize,
+    /// Training camera poses: `presets` (around --presets) or `wide` (elevation 18–85°, yaw
+    /// ±40°, never near the held-out presets low-side and oblique).
+    #[arg(long, default_value = "presets")]
+    poses: sim::dataset::PoseMode,
+    /// Share of training frames whose four pockets all hold many pieces (0..=1).
+    #[arg(long, default_value_t = 0.0)]
+    full_pockets: f32,
 }
 
 #[derive(Debug, clap::Args)]
@@ -297,6 +304,8 @@ fn dataset(a: DatasetArgs) -> anyhow::Result<()> {
             frames: a.frames,
             seed: a.seed,
             vary_sets: !a.no_set_variation,
+            poses: a.poses,
+            full_pockets: a.full_pockets,
             ..sim::dataset::TrainingOptions::default()
         };
         if !a.presets.is_empty() {

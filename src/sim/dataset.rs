@@ -354,6 +354,35 @@ pub struct TrainingOptions {
     pub pose_spread_deg: f32,
     /// Vary each frame's piece set procedurally (scale, taper, colours).
     pub vary_sets: bool,
+    /// Where camera poses come from: around `presets`, or the broad [`PoseMode::Wide`] range.
+    pub poses: PoseMode,
+    /// Share of frames whose four pockets all hold many pieces ([`random_full_pocket`]),
+    /// on top of the pockets [`random_training_fen`] draws; 0 keeps the old data stream.
+    pub full_pockets: f32,
+}
+
+/// How [`export_training`] draws each frame's camera pose.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PoseMode {
+    /// One of `TrainingOptions::presets` with a small spread around it.
+    #[default]
+    Presets,
+    /// A continuous range from flat spectator views to top-down ([`wide_pose`]), never within
+    /// [`HELD_OUT_ELEVATION_DEG`] / [`HELD_OUT_YAW_DEG`] of a held-out preset.
+    Wide,
+}
+
+impl std::str::FromStr for PoseMode {
+    type Err = SimError;
+    fn from_str(s: &str) -> Result<Self, SimError> {
+        match s {
+            "presets" => Ok(PoseMode::Presets),
+            "wide" => Ok(PoseMode::Wide),
+            other => Err(SimError::Config(format!(
+                "unknown pose mode '{other}' (known: presets, wide)"
+            ))),
+        }
+    }
 }
 
 impl Default for TrainingOptions {
@@ -364,8 +393,135 @@ impl Default for TrainingOptions {
             presets: vec!["tripod".into(), "overhead".into()],
             pose_spread_deg: 15.0,
             vary_sets: true,
+            poses: PoseMode::Presets,
+            full_pockets: 0.0,
         }
     }
+}
+
+/// Presets held out of training (validation `oblique`, test `low-side`): no training pose of
+/// [`PoseMode::Wide`] comes near them.
+pub const HELD_OUT_PRESETS: [&str; 2] = ["oblique", "low-side"];
+/// A wide pose is rejected when its elevation is within this many degrees of a held-out
+/// preset's …
+pub const HELD_OUT_ELEVATION_DEG: f32 = 6.0;
+/// … and at the same time its yaw within this many degrees of that preset's yaw.
+pub const HELD_OUT_YAW_DEG: f32 = 12.0;
+
+/// Downward pitch of the optical axis of a pose, degrees (aimed at the target unless fixed).
+pub fn elevation_of(camera: &CameraConfig) -> f32 {
+    camera
+        .elevation_deg
+        .unwrap_or_else(|| camera.height.atan2(camera.distance).to_degrees())
+}
+
+/// (elevation, yaw) in degrees of the held-out presets.
+pub fn held_out_poses() -> Result<Vec<(f32, f32)>, SimError> {
+    HELD_OUT_PRESETS
+        .iter()
+        .map(|p| CameraConfig::preset(p).map(|c| (elevation_of(&c), c.yaw_deg)))
+        .collect()
+}
+
+/// Whether a pose of this elevation and yaw lies in the excluded box around a held-out pose.
+pub fn near_held_out(elevation_deg: f32, yaw_deg: f32, held_out: &[(f32, f32)]) -> bool {
+    held_out.iter().any(|&(e, y)| {
+        (elevation_deg - e).abs() <= HELD_OUT_ELEVATION_DEG
+            && (yaw_deg - y).abs() <= HELD_OUT_YAW_DEG
+    })
+}
+
+/// Table points that must be in view: both boards' playing corners (on the board and at
+/// piece-top height) and the four pocket zones.
+fn framing_points() -> Vec<Vec3> {
+    let layout = TableLayout::default();
+    let mut pts = Vec::new();
+    for b in 0..2 {
+        for c in layout.playing_corners(b) {
+            pts.push(c);
+            pts.push(c + Vec3::new(0.0, 0.0, 0.09));
+        }
+        for side in [super::Side::White, super::Side::Black] {
+            for c in layout.pocket_zone(b, side) {
+                pts.push(c);
+                pts.push(c + Vec3::new(0.0, 0.0, 0.06));
+            }
+        }
+    }
+    pts
+}
+
+/// Pixel bounding box of `pts` seen by `cam`, `None` if one is behind the camera.
+fn bounds(cam: &Camera, pts: &[Vec3]) -> Option<[f32; 4]> {
+    let mut b = [f32::MAX, f32::MAX, f32::MIN, f32::MIN];
+    for &p in pts {
+        let q = cam.project(p)?;
+        b = [
+            b[0].min(q[0]),
+            b[1].min(q[1]),
+            b[2].max(q[0]),
+            b[3].max(q[1]),
+        ];
+    }
+    Some(b)
+}
+
+/// A training pose from a broad continuous range: elevation 18–85° (flat spectator view to
+/// top-down), yaw ±40°, roll ±3°, focal 0.7–1.05, k1 −0.1…0, k2 0…0.02, aimed near the table
+/// centre at a distance that makes the table (boards and pockets) fill 60–95 % of the frame.
+/// Poses near a held-out preset ([`near_held_out`]) or not showing the whole table are drawn
+/// again. The simulator's own pose jitter comes on top at render time.
+pub fn wide_pose(
+    rng: &mut SimRng,
+    (width, height): (u32, u32),
+    held_out: &[(f32, f32)],
+) -> Result<CameraConfig, SimError> {
+    let pts = framing_points();
+    for _ in 0..200 {
+        let elevation = rng.range(18.0, 85.0);
+        let yaw = rng.sym(40.0);
+        if near_held_out(elevation, yaw, held_out) {
+            continue;
+        }
+        let fill = rng.range(0.6, 0.95);
+        let mut camera = CameraConfig {
+            target: [rng.sym(0.03), rng.sym(0.03), 0.0],
+            yaw_deg: yaw,
+            roll_deg: rng.sym(3.0),
+            focal: rng.range(0.7, 1.05),
+            k1: rng.range(-0.1, 0.0),
+            k2: rng.range(0.0, 0.02),
+            ..CameraConfig::default()
+        };
+        let (se, ce) = elevation.to_radians().sin_cos();
+        let mut range = 1.4;
+        let mut fits = false;
+        for _ in 0..4 {
+            camera.distance = range * ce;
+            camera.height = range * se;
+            let cam = Camera::new(&camera, width, height)?;
+            let Some(b) = bounds(&cam, &pts) else {
+                range *= 1.5;
+                continue;
+            };
+            let size = ((b[2] - b[0]) / width as f32).max((b[3] - b[1]) / height as f32);
+            let margin = 0.02;
+            fits = b[0] >= margin * width as f32
+                && b[1] >= margin * height as f32
+                && b[2] <= (1.0 - margin) * width as f32
+                && b[3] <= (1.0 - margin) * height as f32;
+            if (size / fill - 1.0).abs() < 0.05 && fits {
+                break;
+            }
+            range *= size / fill;
+        }
+        if fits && camera.height > 0.1 {
+            return Ok(camera);
+        }
+    }
+    Err(SimError::Config(
+        "no wide camera pose framing the table in 200 draws".into(),
+    ))
 }
 
 /// Settings of [`export_sessions`].
@@ -488,12 +644,39 @@ fn random_pocket(rng: &mut SimRng, upper: bool) -> String {
     out
 }
 
+/// A full pocket: most roles present, 0..=8 of each with large counts common, so the pocket
+/// reader sees crowded zones (play rarely makes them, and they are the hard ones to count).
+pub fn random_full_pocket(rng: &mut SimRng, upper: bool) -> String {
+    let cap = 3 + rng.below(6);
+    let mut out = String::new();
+    for role in POCKET_ROLES {
+        let n = if rng.unit() < 0.15 {
+            0
+        } else {
+            rng.below(cap + 1)
+        };
+        let c = if upper {
+            role
+        } else {
+            role.to_ascii_lowercase()
+        };
+        out.extend(std::iter::repeat_n(c, n));
+    }
+    out
+}
+
 /// A table for classifier data: the start position, a reachable position after random plies,
 /// or a scatter of pieces on arbitrary squares (pawns on back ranks included); pockets are
 /// often replaced by random ones holding up to 8 pieces per role.
 pub fn random_training_fen(rng: &mut SimRng) -> Result<String, SimError> {
+    random_training_fen_with(rng, false)
+}
+
+/// [`random_training_fen`], with every pocket a [`random_full_pocket`] if `full_pockets`
+/// (the squares are drawn as before; without `full_pockets` the random stream is unchanged).
+pub fn random_training_fen_with(rng: &mut SimRng, full_pockets: bool) -> Result<String, SimError> {
     let kind = rng.unit();
-    if kind < 0.1 {
+    if kind < 0.1 && !full_pockets {
         return Ok(START_TABLE.to_string());
     }
     let placement = super::parse_table_fen(&random_table_fen(rng, 140))?;
@@ -513,7 +696,9 @@ pub fn random_training_fen(rng: &mut SimRng) -> Result<String, SimError> {
                 };
             }
         }
-        let pocket: String = if rng.unit() < 0.6 {
+        let pocket: String = if full_pockets {
+            random_full_pocket(rng, true) + &random_full_pocket(rng, false)
+        } else if rng.unit() < 0.6 {
             random_pocket(rng, true) + &random_pocket(rng, false)
         } else {
             b.pocket.iter().map(|p| p.fen_char()).collect()
@@ -610,6 +795,7 @@ pub fn export_training(
         b"frame,seed,camera,pieces,width,height,table_fen\n",
         &out.join("frames.csv"),
     )?;
+    let held_out = held_out_poses()?;
     let mut summary = ExportSummary::default();
     let root = SimRng::new(options.seed).fork(0x7EA1);
     for i in 0..options.frames {
@@ -620,15 +806,26 @@ pub fn export_training(
         } else {
             base.clone()
         };
-        let preset = &options.presets[rng.below(options.presets.len())];
-        let mut camera = CameraConfig::preset(preset)?;
-        let spread = options.pose_spread_deg;
-        camera.yaw_deg += rng.sym(spread);
-        camera.distance *= 1.0 + rng.sym(0.12);
-        camera.height *= 1.0 + rng.sym(0.12);
-        camera.roll_deg += rng.sym(spread * 0.2);
-        camera.focal *= 1.0 + rng.sym(0.08);
-        let (width, height) = FRAME_SIZES[rng.below(FRAME_SIZES.len())];
+        let (preset, camera, (width, height)) = match options.poses {
+            PoseMode::Presets => {
+                let preset = options.presets[rng.below(options.presets.len())].clone();
+                let mut camera = CameraConfig::preset(&preset)?;
+                let spread = options.pose_spread_deg;
+                camera.yaw_deg += rng.sym(spread);
+                camera.distance *= 1.0 + rng.sym(0.12);
+                camera.height *= 1.0 + rng.sym(0.12);
+                camera.roll_deg += rng.sym(spread * 0.2);
+                camera.focal *= 1.0 + rng.sym(0.08);
+                let size = FRAME_SIZES[rng.below(FRAME_SIZES.len())];
+                (preset, camera, size)
+            }
+            PoseMode::Wide => {
+                let size = FRAME_SIZES[rng.below(FRAME_SIZES.len())];
+                let camera = wide_pose(&mut rng, size, &held_out)?;
+                let e = elevation_of(&camera);
+                (format!("wide:e{e:.0}:y{:.0}", camera.yaw_deg), camera, size)
+            }
+        };
         let variation = super::Variation {
             noise: rng.range(0.0, 0.03),
             blur_px: rng.range(0.0, 1.6),
@@ -637,7 +834,8 @@ pub fn export_training(
             hall: rng.unit() < 0.7,
             ..super::Variation::default()
         };
-        let fen = random_training_fen(&mut rng)?;
+        let full = rng.unit() < options.full_pockets;
+        let fen = random_training_fen_with(&mut rng, full)?;
         let settings = SimSettings {
             width,
             height,
@@ -916,6 +1114,85 @@ mod tests {
         assert!(start > 10, "start position drawn {start} times");
         assert_eq!(max_role, 8, "some pocket holds 8 of a role");
         assert!(scattered > 10, "pieces on odd squares: {scattered}");
+    }
+
+    #[test]
+    fn held_out_presets_are_excluded_and_training_presets_are_not() {
+        let held = held_out_poses().unwrap();
+        assert_eq!(held.len(), 2);
+        for name in HELD_OUT_PRESETS {
+            let c = CameraConfig::preset(name).unwrap();
+            let (e, y) = (elevation_of(&c), c.yaw_deg);
+            assert!(near_held_out(e, y, &held), "{name} itself");
+            assert!(near_held_out(e + 5.9, y - 11.9, &held), "{name} box corner");
+            assert!(!near_held_out(e + 6.5, y, &held), "{name} elevation edge");
+            assert!(!near_held_out(e, y + 12.5, &held), "{name} yaw edge");
+        }
+        for name in ["tripod", "overhead"] {
+            let c = CameraConfig::preset(name).unwrap();
+            assert!(!near_held_out(elevation_of(&c), c.yaw_deg, &held), "{name}");
+        }
+    }
+
+    #[test]
+    fn wide_poses_frame_the_table_span_the_range_and_avoid_held_out_poses() {
+        let held = held_out_poses().unwrap();
+        let pts = framing_points();
+        let mut rng = SimRng::new(21);
+        let (mut lo, mut hi, mut yaw_lo, mut yaw_hi) = (90f32, 0f32, 0f32, 0f32);
+        for k in 0..120 {
+            let size = FRAME_SIZES[k % FRAME_SIZES.len()];
+            let c = wide_pose(&mut rng, size, &held).unwrap();
+            let e = elevation_of(&c);
+            assert!(!near_held_out(e, c.yaw_deg, &held), "{e} {}", c.yaw_deg);
+            assert!(
+                (17.9..=85.1).contains(&e) && c.yaw_deg.abs() <= 40.0,
+                "{c:?}"
+            );
+            let cam = Camera::new(&c, size.0, size.1).unwrap();
+            let b = bounds(&cam, &pts).unwrap();
+            assert!(b[0] > 0.0 && b[1] > 0.0, "{c:?} {b:?}");
+            assert!(b[2] < size.0 as f32 && b[3] < size.1 as f32, "{c:?} {b:?}");
+            let fill = ((b[2] - b[0]) / size.0 as f32).max((b[3] - b[1]) / size.1 as f32);
+            assert!(fill > 0.45, "table fills {fill} of the frame: {c:?}");
+            (lo, hi) = (lo.min(e), hi.max(e));
+            (yaw_lo, yaw_hi) = (yaw_lo.min(c.yaw_deg), yaw_hi.max(c.yaw_deg));
+        }
+        assert!(lo < 25.0 && hi > 75.0, "elevations {lo}..{hi}");
+        assert!(yaw_lo < -30.0 && yaw_hi > 30.0, "yaws {yaw_lo}..{yaw_hi}");
+    }
+
+    #[test]
+    fn full_pockets_are_crowded_and_off_by_default() {
+        let mut rng = SimRng::new(8);
+        let (mut total, mut eights) = (0, 0);
+        for _ in 0..100 {
+            let fen = random_training_fen_with(&mut rng, true).unwrap();
+            let t = super::super::parse_table_fen(&fen).unwrap();
+            for b in &t.boards {
+                for side in [super::super::Side::White, super::super::Side::Black] {
+                    let p: String = b.pocket_of(side).iter().map(|p| p.fen_char()).collect();
+                    let n = pocket_counts(&p);
+                    assert!(n.iter().all(|&k| k <= 8), "{fen}");
+                    total += n.iter().sum::<usize>();
+                    eights += n.iter().filter(|&&k| k == 8).count();
+                }
+            }
+        }
+        assert!(
+            total as f32 / 400.0 > 8.0,
+            "mean pocket size {}",
+            total as f32 / 400.0
+        );
+        assert!(eights > 10, "{eights} roles with 8 pieces");
+        let (mut a, mut b) = (SimRng::new(3), SimRng::new(3));
+        assert_eq!(
+            random_training_fen(&mut a).unwrap(),
+            random_training_fen_with(&mut b, false).unwrap()
+        );
+        assert_eq!(TrainingOptions::default().poses, PoseMode::Presets);
+        assert_eq!("wide".parse::<PoseMode>().unwrap(), PoseMode::Wide);
+        assert!("flat".parse::<PoseMode>().is_err());
     }
 
     #[test]
