@@ -305,6 +305,11 @@ pub struct TrackerConfig {
     pub max_moves_per_observation: u32,
     /// Sequences kept per depth beyond two moves.
     pub beam_width: u32,
+    /// With a clock feed: how long (ms) after a press the tracker waits for a calm observation
+    /// before it decodes the least-moving observation since the press (a move is committed from
+    /// it only if it explains every square); the window then starts again until the press is
+    /// committed. Bounds the wait for a press on a board that is never calm.
+    pub press_window_ms: u64,
 }
 
 impl Default for TrackerConfig {
@@ -331,6 +336,7 @@ impl Default for TrackerConfig {
             pocket_grace_ms: 3000,
             max_moves_per_observation: 12,
             beam_width: 48,
+            press_window_ms: 1000,
         }
     }
 }
@@ -374,6 +380,9 @@ impl TrackerConfig {
         }
         if self.beam_width == 0 {
             return bad("beam_width must be at least 1");
+        }
+        if self.press_window_ms == 0 {
+            return bad("press_window_ms must be at least 1");
         }
         if self.desync_min_squares == 0 {
             return bad("desync_min_squares must be at least 1");

@@ -151,6 +151,15 @@ pub fn watch_frames(
         }
         stats.push(st);
     }
+    let t = Instant::now();
+    let events = watcher.finish();
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    for event in events {
+        on_event(&TimedEvent {
+            event,
+            latency_ms: ms,
+        })?;
+    }
     Ok((stats, decode))
 }
 
@@ -443,6 +452,19 @@ pub struct MotionEval {
     pub free_frames: usize,
     pub free_frames_moving: usize,
     pub motion_ms: Latency,
+    /// Per frame and board: the truth and the cues (for `--trace`; not in the summary).
+    #[serde(skip)]
+    pub trace: Vec<MotionTraceRow>,
+}
+
+/// One frame of `tandem eval motion --trace`: per board the truth's hand, whether the hand is
+/// over the board (hides a square), and the motion cues.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MotionTraceRow {
+    pub ts: u64,
+    pub hand: [bool; 2],
+    pub over_board: [bool; 2],
+    pub cues: [crate::vision::motion::MotionCues; 2],
 }
 
 /// Runs only the motion detector over a simulated game and compares with the truth's hands.
@@ -483,6 +505,12 @@ pub fn eval_motion(
         let Some(truth) = game.truth_at(f.ts) else {
             continue;
         };
+        let mut row = MotionTraceRow {
+            ts: f.ts,
+            hand: truth.hands,
+            over_board: [false; 2],
+            cues,
+        };
         for b in 0..2 {
             let calm = cues[b].score < threshold;
             if truth.hands[b] {
@@ -496,6 +524,7 @@ pub fn eval_motion(
                 let over = truth.occluded[b]
                     .iter()
                     .any(|s| !before.contains(s) && !after.contains(s));
+                row.over_board[b] = over;
                 if over {
                     out.over_board_frames += 1;
                     out.over_board_calm += calm as usize;
@@ -508,6 +537,7 @@ pub fn eval_motion(
             }
             prev_calm[b] = calm;
         }
+        out.trace.push(row);
     }
     out.motion_ms = Latency::of(times);
     Ok((out, used.source))
