@@ -58,6 +58,8 @@ struct BoardTrack {
     stable_ts: u64,
     /// Something may have changed since the last decision (motion seen, or a residue left).
     open: bool,
+    /// The first hand frame since the last decision (when the board started changing).
+    open_since: Option<u64>,
     /// The latest hand frame (or clock press) since the last decision: when the change ended.
     last_motion: Option<u64>,
     /// Clock presses not yet matched by committed moves.
@@ -91,7 +93,7 @@ struct BoardTrack {
     tentative: bool,
 }
 
-/// The observations after a clock press on one board (see [`TrackerConfig::press_window_ms`]).
+/// The observations after a clock press on one board (see [`TrackerConfig::stall_window_ms`]).
 #[derive(Debug, Clone)]
 struct PressWindow {
     /// When the window started (the latest press, or the last fallback decision).
@@ -114,6 +116,7 @@ impl BoardTrack {
             decided_ts: 0,
             window: None,
             tentative: false,
+            open_since: None,
             prev: None,
             run: 0,
             sum: Box::new([[0.0; SquareClass::COUNT]; 64]),
@@ -278,16 +281,34 @@ impl Tracker {
         events
     }
 
-    /// With a clock feed, a board with a pending press is decided on the best evidence after
-    /// the press: the first calm observation (even before a stable run forms), else, once
-    /// `press_window_ms` have passed, the least-moving observation since the press; then the
+    /// Without a clock feed, a board that has been changing for `stall_window_ms` without a
+    /// stable run is decided tentatively on single calm observations. With a clock feed, a board with a pending press is
+    /// decided on the best evidence after the press: the first calm observation (even before a
+    /// stable run forms), else, once
+    /// `stall_window_ms` have passed, the least-moving observation since the press; then the
     /// window starts again, so a press is re-examined until it is committed (never stall).
     fn press_window(&mut self, obs: &Observation, calm: bool, stable: bool) -> Vec<Event> {
         let b = obs.board;
         let floor = self.cfg.probability_floor;
-        let window_ms = self.cfg.press_window_ms;
+        let window_ms = self.cfg.stall_window_ms;
         let bt = &mut self.boards[b.index()];
-        if !self.clock_feed || bt.presses == 0 {
+        if !self.clock_feed {
+            // Without a clock the move is complete at stability; a board that has been changing
+            // for `stall_window_ms` without a stable run (hands keep coming, e.g. at 5 fps) is
+            // decided on its single calm frames (never stall).
+            if calm
+                && !stable
+                && bt.open
+                && bt
+                    .open_since
+                    .is_some_and(|t| obs.ts.saturating_sub(t) >= window_ms)
+            {
+                let ll = LogLik::from_observation(obs, floor);
+                return self.decide_tentative(b, ll, obs.ts);
+            }
+            return Vec::new();
+        }
+        if bt.presses == 0 {
             bt.window = None;
             return Vec::new();
         }
@@ -369,6 +390,7 @@ impl Tracker {
             bt.stable = None;
             bt.last_motion = Some(obs.ts);
             bt.open = true;
+            bt.open_since.get_or_insert(obs.ts);
             bt.refused = None;
             events.extend(self.press_window(obs, false, false));
             return events;
@@ -579,6 +601,7 @@ impl Tracker {
             }
             if decoded.disagreeing.is_empty() {
                 bt.open = false;
+                bt.open_since = None;
                 bt.last_motion = None;
             }
             if clean {
@@ -593,6 +616,7 @@ impl Tracker {
         if best.kind == HypothesisKind::NoChange && margin_ok && clean {
             let bt = &mut self.boards[b.index()];
             bt.open = false;
+            bt.open_since = None;
             bt.last_motion = None;
             bt.decided_ts = ts;
             bt.undecided_since = None;
@@ -1113,6 +1137,31 @@ mod tests {
         );
         let ev = feed(&mut t, BoardId::A, &after, 2, 0.0, &mut ts);
         assert_eq!(moves(&ev), ["d2d4"]);
+    }
+
+    #[test]
+    fn without_a_clock_a_board_never_stable_is_decided_on_single_calm_frames() {
+        // 5 fps, hands every 1.2 s with one calm frame between: no stable run ever forms.
+        let mut t = tracker(RuleSet::fics(), None);
+        let mut ts = 0;
+        let mut ev = Vec::new();
+        let mut pos = t.table().board(BoardId::A).clone();
+        for uci in ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4"] {
+            for _ in 0..5 {
+                ev.extend(feed(&mut t, BoardId::A, &pos, 1, 1.0, &mut ts));
+                ts += 100;
+            }
+            pos = play(&pos, &[uci]);
+            ev.extend(feed(&mut t, BoardId::A, &pos, 1, 0.0, &mut ts));
+            ts += 100;
+        }
+        // The first single calm frame comes before the stall window is over; from then on
+        // every move is committed (the first two as one fast chain).
+        assert_eq!(
+            moves(&ev),
+            ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4"],
+            "{ev:?}"
+        );
     }
 
     #[test]

@@ -351,7 +351,7 @@ pub fn eval_game(
         let hit = events.iter().enumerate().position(|(k, e)| {
             !matched[k]
                 && alert_type(&e.event) == Some(want)
-                && e.event.board == board
+                && on_incident_board(inc, e.event.board, board)
                 && e.event.ts >= inc.ts_ms[0]
                 && e.event.ts <= inc.ts_ms[1] + slack(&inc.kind)
         });
@@ -388,7 +388,7 @@ pub fn eval_game(
                     alert_for(&i.kind).is_some()
                         && (alert_for(&i.kind) == Some(t)
                             || (t != "illegal_move" && i.kind != "illegal-move"))
-                        && e.event.board == board_of(&i.board)
+                        && on_incident_board(i, e.event.board, board_of(&i.board))
                         && e.event.ts >= i.ts_ms[0]
                         && e.event.ts <= i.ts_ms[1] + slack(&i.kind)
                 });
@@ -432,6 +432,18 @@ pub fn eval_game(
         truth,
         alerts,
     })
+}
+
+/// Whether an alert on `alert_board` concerns an incident on `incident_board`: an illegal move
+/// is reported on its own board; a pocket incident (a piece captured on one board that does not
+/// reach the partner's pocket on the other) may be reported on either: `handover_missing` names
+/// the board whose pocket lacks the piece, i.e. the partner board of the capture.
+fn on_incident_board(
+    inc: &super::simgame::IncidentInfo,
+    alert_board: Option<BoardId>,
+    incident_board: Option<BoardId>,
+) -> bool {
+    inc.kind != "illegal-move" || alert_board == incident_board
 }
 
 /// Motion detection against the truth's hands, per board.
@@ -546,6 +558,22 @@ pub fn eval_motion(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pocket_incidents_match_alerts_on_either_board_illegal_moves_only_on_theirs() {
+        let inc = |kind: &str| super::super::simgame::IncidentInfo {
+            kind: kind.into(),
+            move_index: 3,
+            board: "B".into(),
+            san: "exd5".into(),
+            ts_ms: [1000, 2000],
+        };
+        let (a, b) = (Some(BoardId::A), Some(BoardId::B));
+        assert!(on_incident_board(&inc("missing-handover"), a, b));
+        assert!(on_incident_board(&inc("hidden-pocket"), b, b));
+        assert!(on_incident_board(&inc("illegal-move"), b, b));
+        assert!(!on_incident_board(&inc("illegal-move"), a, b));
+    }
 
     #[test]
     fn lcs_and_percentiles() {
