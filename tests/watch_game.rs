@@ -148,3 +148,36 @@ fn watch_fails_cleanly_without_a_camera_or_frames() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn eval_motion_trace_has_one_line_per_frame_with_cues() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let r = json(&tandem(&[
+        "eval",
+        "motion",
+        "fixtures/sim-game",
+        "--json",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    assert_eq!(rows.len() as u64, r["frames"].as_u64().unwrap());
+    // Per board: truth hand flags and cues whose scores stay in [0, 1).
+    for row in &rows {
+        for b in 0..2 {
+            let s = row["cues"][b]["score"].as_f64().unwrap();
+            assert!((0.0..1.0).contains(&s), "{row}");
+            assert!(row["hand"][b].is_boolean());
+        }
+    }
+    let over: u64 = rows
+        .iter()
+        .map(|row| (0..2).filter(|&b| row["over_board"][b] == true).count() as u64)
+        .sum();
+    assert_eq!(over, r["over_board_frames"].as_u64().unwrap());
+}

@@ -83,6 +83,9 @@ pub struct EvalMotionArgs {
     json: bool,
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Write one JSON line per frame (truth hands, motion cues) to this file.
+    #[arg(long)]
+    trace: Option<PathBuf>,
 }
 
 fn load_config(path: Option<&Path>) -> anyhow::Result<WatchConfig> {
@@ -264,6 +267,14 @@ pub fn eval_motion_cmd(args: EvalMotionArgs) -> anyhow::Result<()> {
     let game = SimGameDir::load(&args.dir)?;
     let cfg = load_config(args.config.as_deref())?;
     let (report, cal) = eval_motion(&game, &cfg)?;
+    if let Some(path) = &args.trace {
+        let mut text = String::new();
+        for row in &report.trace {
+            text.push_str(&serde_json::to_string(row)?);
+            text.push('\n');
+        }
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     if args.json {
         let mut v = serde_json::to_value(&report)?;
         v["calibration"] = cal.into();

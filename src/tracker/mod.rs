@@ -318,6 +318,13 @@ pub struct TrackerConfig {
     pub max_moves_per_observation: u32,
     /// Sequences kept per depth beyond two moves.
     pub beam_width: u32,
+    /// Bounds every wait for a stable run (ms). With a clock feed: how long after a press the
+    /// tracker waits for a calm observation before it decodes the least-moving observation
+    /// since the press (the first calm one is decoded at once); the window then starts again
+    /// until the press is committed. Without a clock feed: how long a board may keep changing
+    /// without a stable run before single calm observations are decoded. Such tentative
+    /// decisions commit only a move that explains every square with the usual margins.
+    pub stall_window_ms: u64,
 }
 
 impl Default for TrackerConfig {
@@ -344,6 +351,7 @@ impl Default for TrackerConfig {
             pocket_grace_ms: 3000,
             max_moves_per_observation: 12,
             beam_width: 48,
+            stall_window_ms: 1000,
         }
     }
 }
@@ -387,6 +395,9 @@ impl TrackerConfig {
         }
         if self.beam_width == 0 {
             return bad("beam_width must be at least 1");
+        }
+        if self.stall_window_ms == 0 {
+            return bad("stall_window_ms must be at least 1");
         }
         if self.desync_min_squares == 0 {
             return bad("desync_min_squares must be at least 1");

@@ -58,6 +58,8 @@ struct BoardTrack {
     stable_ts: u64,
     /// Something may have changed since the last decision (motion seen, or a residue left).
     open: bool,
+    /// The first hand frame since the last decision (when the board started changing).
+    open_since: Option<u64>,
     /// The latest hand frame (or clock press) since the last decision: when the change ended.
     last_motion: Option<u64>,
     /// Clock presses not yet matched by committed moves.
@@ -83,6 +85,21 @@ struct BoardTrack {
     changed_at: [Option<u64>; 64],
     /// When the last decision was taken: change times before it belong to older moves.
     decided_ts: u64,
+    /// With a clock feed: the latest press while presses are pending, and the least-moving
+    /// observation since it (decoded when no calm one comes in time).
+    window: Option<PressWindow>,
+    /// The decision under way is tentative (a single calm or the least-moving observation after
+    /// a press, not a stable run): it may commit a move that explains every square, nothing else.
+    tentative: bool,
+}
+
+/// The observations after a clock press on one board (see [`TrackerConfig::stall_window_ms`]).
+#[derive(Debug, Clone)]
+struct PressWindow {
+    /// When the window started (the latest press, or the last fallback decision).
+    since: u64,
+    /// The least-moving observation since then: (motion, ts, log-likelihoods); earliest on ties.
+    best: Option<(f32, u64, LogLik)>,
 }
 
 impl BoardTrack {
@@ -97,6 +114,9 @@ impl BoardTrack {
             undecided_since: None,
             changed_at: [None; 64],
             decided_ts: 0,
+            window: None,
+            tentative: false,
+            open_since: None,
             prev: None,
             run: 0,
             sum: Box::new([[0.0; SquareClass::COUNT]; 64]),
@@ -195,15 +215,139 @@ impl Tracker {
     /// moves are committed at the next stable observation after a press (004 §7).
     pub fn press(&mut self, board: BoardId, ts: u64) -> Vec<Event> {
         self.clock_feed = true;
+        let mut events = Vec::new();
         let bt = &mut self.boards[board.index()];
         bt.presses += 1;
         bt.last_motion = Some(ts);
         bt.open = true;
+        // The latest press says every move so far is complete: the window starts again.
+        bt.window = Some(PressWindow {
+            since: ts,
+            best: None,
+        });
         if bt.stable.is_some() {
             bt.stable_ts = ts;
-            return self.decide(board, true);
+            events.extend(self.decide(board, true));
         }
-        Vec::new()
+        self.close_window_if_done(board);
+        events
+    }
+
+    /// The stream of observations ends (the recording or the game is over): every board with
+    /// a pending press is decided tentatively on the least-moving observation since its latest
+    /// press, so a move pressed just before the end is not lost for want of a calm frame.
+    pub fn finish(&mut self) -> Vec<Event> {
+        let mut events = Vec::new();
+        for b in [BoardId::A, BoardId::B] {
+            let bt = &mut self.boards[b.index()];
+            if !self.clock_feed || bt.presses == 0 {
+                continue;
+            }
+            if let Some((_, ts, ll)) = bt.window.as_mut().and_then(|w| w.best.take()) {
+                events.extend(self.decide_tentative(b, ll, ts));
+            }
+        }
+        events
+    }
+
+    /// Closes the press window of `b` once no press is pending any more.
+    fn close_window_if_done(&mut self, b: BoardId) {
+        let bt = &mut self.boards[b.index()];
+        if bt.presses == 0 {
+            bt.window = None;
+        }
+    }
+
+    /// Suspect squares (persistent misreads) made uninformative in `ll`; a suspect whose
+    /// reading changed is forgotten.
+    fn flatten_suspects(&mut self, b: BoardId, ll: &mut LogLik) {
+        let bt = &mut self.boards[b.index()];
+        for sq in Square::all() {
+            if let Some(s) = bt.suspects[sq.index()] {
+                if ll.argmax(sq) == s {
+                    ll.flatten(sq);
+                } else {
+                    bt.suspects[sq.index()] = None;
+                }
+            }
+        }
+    }
+
+    /// Decides `b` tentatively on one observation's reading (`ll` at `ts`), outside a stable
+    /// run: only a move that explains every square is committed; "no change" and unexplained
+    /// views change nothing (no press is dropped, no desync clock starts).
+    fn decide_tentative(&mut self, b: BoardId, mut ll: LogLik, ts: u64) -> Vec<Event> {
+        self.flatten_suspects(b, &mut ll);
+        let bt = &mut self.boards[b.index()];
+        let saved = (bt.stable.take(), bt.stable_ts);
+        bt.stable = Some(ll);
+        bt.stable_ts = ts;
+        bt.tentative = true;
+        let events = self.decide(b, true);
+        let bt = &mut self.boards[b.index()];
+        bt.tentative = false;
+        (bt.stable, bt.stable_ts) = saved;
+        self.close_window_if_done(b);
+        events
+    }
+
+    /// Without a clock feed, a board that has been changing for `stall_window_ms` without a
+    /// stable run is decided tentatively on single calm observations. With a clock feed, a board with a pending press is
+    /// decided on the best evidence after the press: the first calm observation (even before a
+    /// stable run forms), else, once
+    /// `stall_window_ms` have passed, the least-moving observation since the press; then the
+    /// window starts again, so a press is re-examined until it is committed (never stall).
+    fn press_window(&mut self, obs: &Observation, calm: bool, stable: bool) -> Vec<Event> {
+        let b = obs.board;
+        let floor = self.cfg.probability_floor;
+        let window_ms = self.cfg.stall_window_ms;
+        let bt = &mut self.boards[b.index()];
+        if !self.clock_feed {
+            // Without a clock the move is complete at stability; a board that has been changing
+            // for `stall_window_ms` without a stable run (hands keep coming, e.g. at 5 fps) is
+            // decided on its single calm frames (never stall).
+            if calm
+                && !stable
+                && bt.open
+                && bt
+                    .open_since
+                    .is_some_and(|t| obs.ts.saturating_sub(t) >= window_ms)
+            {
+                let ll = LogLik::from_observation(obs, floor);
+                return self.decide_tentative(b, ll, obs.ts);
+            }
+            return Vec::new();
+        }
+        if bt.presses == 0 {
+            bt.window = None;
+            return Vec::new();
+        }
+        let Some(win) = bt.window.as_mut() else {
+            return Vec::new();
+        };
+        if obs.ts <= win.since {
+            return Vec::new();
+        }
+        if calm && !stable {
+            let ll = LogLik::from_observation(obs, floor);
+            return self.decide_tentative(b, ll, obs.ts);
+        }
+        if stable {
+            // A stable run is decided by the normal path.
+            return Vec::new();
+        }
+        if win.best.as_ref().is_none_or(|(m, _, _)| obs.motion < *m) {
+            win.best = Some((obs.motion, obs.ts, LogLik::from_observation(obs, floor)));
+        }
+        if obs.ts < win.since.saturating_add(window_ms) {
+            return Vec::new();
+        }
+        let best = win.best.take();
+        win.since = obs.ts;
+        match best {
+            Some((_, ts, ll)) => self.decide_tentative(b, ll, ts),
+            None => Vec::new(),
+        }
     }
 
     /// Takes one observation and returns the events it causes, in order.
@@ -256,7 +400,9 @@ impl Tracker {
             bt.stable = None;
             bt.last_motion = Some(obs.ts);
             bt.open = true;
+            bt.open_since.get_or_insert(obs.ts);
             bt.refused = None;
+            events.extend(self.press_window(obs, false, false));
             return events;
         }
         let mut argmax = [SquareClass::Empty; 64];
@@ -293,18 +439,12 @@ impl Tracker {
         bt.prev = Some((argmax, confident));
         if bt.run < k {
             bt.stable = None;
+            events.extend(self.press_window(obs, true, false));
             return events;
         }
         let mut mean = LogLik::from_sum(&bt.sum, bt.run);
-        for sq in Square::all() {
-            if let Some(s) = bt.suspects[sq.index()] {
-                if mean.argmax(sq) == s {
-                    mean.flatten(sq);
-                } else {
-                    bt.suspects[sq.index()] = None;
-                }
-            }
-        }
+        self.flatten_suspects(b, &mut mean);
+        let bt = &mut self.boards[b.index()];
         bt.stable = Some(mean);
         bt.stable_ts = obs.ts;
         let due = if self.clock_feed {
@@ -314,6 +454,7 @@ impl Tracker {
         };
         if due {
             events.extend(self.decide(b, true));
+            self.close_window_if_done(b);
         } else if !self.boards[b.index()].open && self.note_suspects(b) && !self.clock_feed {
             // (While the board is open, a change is not a misread yet: with a clock feed the
             // press usually comes after the board is stable again.)
@@ -424,9 +565,11 @@ impl Tracker {
                 .is_some_and(|t| ts.saturating_sub(t) >= self.cfg.undecided_commit_ms);
         // An illegal move is only believed when it explains the whole board.
         let believable = best.kind != HypothesisKind::Illegal || decoded.disagreeing.is_empty();
+        let tentative = bt.tentative;
         let committable = best.kind != HypothesisKind::NoChange
             && believable
-            && (margin_ok || waited_out)
+            && (!tentative || decoded.disagreeing.is_empty())
+            && (margin_ok || (waited_out && !tentative))
             && beats_none
             && bt.refused != Some(best.fingerprint);
         if committable && may_wait_for_other && self.mate_waits_for_other(b, &best.moves) {
@@ -468,6 +611,7 @@ impl Tracker {
             }
             if decoded.disagreeing.is_empty() {
                 bt.open = false;
+                bt.open_since = None;
                 bt.last_motion = None;
             }
             if clean {
@@ -475,9 +619,14 @@ impl Tracker {
             }
             return events;
         }
+        if tentative {
+            // A single view outside a stable run: only a fully explained move is believed.
+            return events;
+        }
         if best.kind == HypothesisKind::NoChange && margin_ok && clean {
             let bt = &mut self.boards[b.index()];
             bt.open = false;
+            bt.open_since = None;
             bt.last_motion = None;
             bt.decided_ts = ts;
             bt.undecided_since = None;
@@ -917,6 +1066,141 @@ mod tests {
         }
         assert_eq!(referee.table().to_fen(), t.table().to_fen());
         assert!(t.take_applied().is_empty());
+    }
+
+    /// One move on `board` at the over-the-board pace of a 5 fps camera: hand frames while the
+    /// move is made, the press, frames of the hand leaving (`retreat`, scored `retreat_motion`),
+    /// then the opponent's hand arrives before a second calm frame could follow.
+    fn busy_move(
+        t: &mut Tracker,
+        board: BoardId,
+        after: &Position,
+        retreat: &[f32],
+        ts: &mut u64,
+    ) -> Vec<Event> {
+        let before = t.table().board(board).clone();
+        let mut ev = Vec::new();
+        for _ in 0..4 {
+            ev.extend(feed(t, board, &before, 1, 1.0, ts));
+            *ts += 100;
+        }
+        ev.extend(t.press(board, *ts - 50));
+        for &m in retreat {
+            ev.extend(feed(t, board, after, 1, m, ts));
+            *ts += 100;
+        }
+        ev
+    }
+
+    #[test]
+    fn with_a_clock_feed_a_single_calm_frame_after_the_press_commits() {
+        // Regression (issue 6): at 5 fps a busy board shows one calm frame between two hands;
+        // the tracker waited for two in a row and stalled with every press pending.
+        let mut t = tracker(RuleSet::fics(), None);
+        let mut ts = 0;
+        let mut ev = Vec::new();
+        for uci in ["e2e4", "e7e5", "g1f3", "b8c6"] {
+            let after = play(t.table().board(BoardId::A), &[uci]);
+            ev.extend(busy_move(
+                &mut t,
+                BoardId::A,
+                &after,
+                &[0.9, 0.6, 0.0],
+                &mut ts,
+            ));
+        }
+        assert_eq!(moves(&ev), ["e2e4", "e7e5", "g1f3", "b8c6"], "{ev:?}");
+    }
+
+    #[test]
+    fn with_a_clock_feed_a_board_that_is_never_calm_still_commits_its_presses() {
+        // No calm frame at all: after the press window the least-moving frame is decoded.
+        let mut t = tracker(RuleSet::fics(), None);
+        let mut ts = 0;
+        let mut ev = Vec::new();
+        for uci in ["d2d4", "d7d5", "c2c4"] {
+            let after = play(t.table().board(BoardId::B), &[uci]);
+            ev.extend(busy_move(
+                &mut t,
+                BoardId::B,
+                &after,
+                &[0.95, 0.6, 0.7, 0.9, 0.95, 0.9],
+                &mut ts,
+            ));
+        }
+        assert_eq!(moves(&ev), ["d2d4", "d7d5", "c2c4"], "{ev:?}");
+        assert!(
+            !ev.iter()
+                .any(|e| matches!(e.body, EventBody::Desync { .. })),
+            "{ev:?}"
+        );
+    }
+
+    #[test]
+    fn a_tentative_view_that_does_not_explain_every_square_commits_nothing() {
+        // After the press only moving frames come, and they show a hand over d2/d4 read as
+        // pieces: no move explains them, so nothing is committed and no desync is raised, and
+        // the press is kept until a stable view decides it.
+        let mut t = tracker(RuleSet::fics(), None);
+        let mut ts = 0;
+        let start = t.table().board(BoardId::A).clone();
+        let after = play(&start, &["d2d4"]);
+        let mut ev = feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts);
+        ev.extend(t.press(BoardId::A, ts));
+        for _ in 0..12 {
+            let mut o = Observation::exact(BoardId::A, ts, &after, 0.8);
+            let mut v = [0.0; SquareClass::COUNT];
+            v[SquareClass::BlackQueen.index()] = 1.0;
+            o.set_square("d3".parse().unwrap(), v).unwrap();
+            o.set_square("e3".parse().unwrap(), v).unwrap();
+            ev.extend(t.observe(&o));
+            ts += 200;
+        }
+        assert!(moves(&ev).is_empty(), "{ev:?}");
+        assert!(
+            !ev.iter()
+                .any(|e| matches!(e.body, EventBody::Desync { .. })),
+            "{ev:?}"
+        );
+        let ev = feed(&mut t, BoardId::A, &after, 2, 0.0, &mut ts);
+        assert_eq!(moves(&ev), ["d2d4"]);
+    }
+
+    #[test]
+    fn without_a_clock_a_board_never_stable_is_decided_on_single_calm_frames() {
+        // 5 fps, hands every 1.2 s with one calm frame between: no stable run ever forms.
+        let mut t = tracker(RuleSet::fics(), None);
+        let mut ts = 0;
+        let mut ev = Vec::new();
+        let mut pos = t.table().board(BoardId::A).clone();
+        for uci in ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4"] {
+            for _ in 0..5 {
+                ev.extend(feed(&mut t, BoardId::A, &pos, 1, 1.0, &mut ts));
+                ts += 100;
+            }
+            pos = play(&pos, &[uci]);
+            ev.extend(feed(&mut t, BoardId::A, &pos, 1, 0.0, &mut ts));
+            ts += 100;
+        }
+        // The first single calm frame comes before the stall window is over; from then on
+        // every move is committed (the first two as one fast chain).
+        assert_eq!(
+            moves(&ev),
+            ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4"],
+            "{ev:?}"
+        );
+    }
+
+    #[test]
+    fn a_press_just_before_the_end_is_decided_when_the_stream_finishes() {
+        let mut t = tracker(RuleSet::fics(), None);
+        let mut ts = 0;
+        let after = play(t.table().board(BoardId::A), &["g1f3"]);
+        let ev = busy_move(&mut t, BoardId::A, &after, &[0.9, 0.7], &mut ts);
+        assert!(moves(&ev).is_empty(), "{ev:?}");
+        assert_eq!(moves(&t.finish()), ["g1f3"]);
+        // Nothing pending any more: finishing again says nothing.
+        assert!(t.finish().is_empty());
     }
 
     #[test]

@@ -19,8 +19,10 @@
 //!   with a small background difference, or after `absorb_ms` of calm in any case (a lasting
 //!   change such as a lamp switched on must not block the board forever).
 //!
-//! The score is `max(frame / frame_full, background / hand_fraction · hand_score)`, clamped to
-//! [0, 1]; the tracker calls an observation calm below its `motion_threshold` (0.3).
+//! The score is `max(frame / frame_full, background / hand_fraction · hand_score)`, kept as is
+//! up to 0.5 and squashed above into [0.5, 1) without saturating (the least-moving of several
+//! moving frames stays recognisable); the tracker calls an observation calm below its
+//! `motion_threshold` (0.3).
 
 use image::RgbImage;
 use serde::{Deserialize, Serialize};
@@ -314,9 +316,7 @@ impl MotionDetector {
             } else {
                 0.0
             };
-            let score = (frame_frac / self.cfg.frame_full)
-                .max(bg_term)
-                .clamp(0.0, 1.0);
+            let score = squash((frame_frac / self.cfg.frame_full).max(bg_term));
             out[b] = MotionCues {
                 frame: frame_frac,
                 background: bg_frac,
@@ -328,6 +328,21 @@ impl MotionDetector {
             }
         }
         Ok(out)
+    }
+}
+
+/// Maps a raw motion measure (≥ 0; 1 = `frame_full` of the cells changed) into [0, 1): the
+/// identity up to 0.5 (so the tracker's calm threshold keeps its meaning), then
+/// `1 − 0.25 / raw`, continuous and strictly increasing. It never saturates, so among many
+/// moving frames the least-moving one can still be told (the tracker decodes it when no calm
+/// frame follows a clock press).
+fn squash(raw: f32) -> f32 {
+    if raw.is_nan() || raw <= 0.0 {
+        0.0
+    } else if raw <= 0.5 {
+        raw
+    } else {
+        1.0 - 0.25 / raw
     }
 }
 
@@ -469,6 +484,18 @@ mod tests {
         }
         assert!(scores[0] >= 0.3, "{scores:?}");
         assert!(scores[2] < 0.3 && scores[3] < 0.3, "{scores:?}");
+    }
+
+    #[test]
+    fn the_score_keeps_its_order_above_full_motion() {
+        assert_eq!(squash(0.0), 0.0);
+        assert_eq!(squash(f32::NAN), 0.0);
+        assert_eq!(squash(0.29), 0.29);
+        assert!((squash(0.5) - 0.5).abs() < 1e-6);
+        let raws = [0.5, 0.6, 1.0, 2.0, 10.0, 50.0, 1e6];
+        let scores: Vec<f32> = raws.iter().map(|&r| squash(r)).collect();
+        assert!(scores.windows(2).all(|w| w[0] < w[1]), "{scores:?}");
+        assert!(scores.iter().all(|s| *s < 1.0), "{scores:?}");
     }
 
     #[test]

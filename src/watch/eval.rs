@@ -151,6 +151,15 @@ pub fn watch_frames(
         }
         stats.push(st);
     }
+    let t = Instant::now();
+    let events = watcher.finish();
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    for event in events {
+        on_event(&TimedEvent {
+            event,
+            latency_ms: ms,
+        })?;
+    }
     Ok((stats, decode))
 }
 
@@ -342,7 +351,7 @@ pub fn eval_game(
         let hit = events.iter().enumerate().position(|(k, e)| {
             !matched[k]
                 && alert_type(&e.event) == Some(want)
-                && e.event.board == board
+                && on_incident_board(inc, e.event.board, board)
                 && e.event.ts >= inc.ts_ms[0]
                 && e.event.ts <= inc.ts_ms[1] + slack(&inc.kind)
         });
@@ -379,7 +388,7 @@ pub fn eval_game(
                     alert_for(&i.kind).is_some()
                         && (alert_for(&i.kind) == Some(t)
                             || (t != "illegal_move" && i.kind != "illegal-move"))
-                        && e.event.board == board_of(&i.board)
+                        && on_incident_board(i, e.event.board, board_of(&i.board))
                         && e.event.ts >= i.ts_ms[0]
                         && e.event.ts <= i.ts_ms[1] + slack(&i.kind)
                 });
@@ -425,6 +434,18 @@ pub fn eval_game(
     })
 }
 
+/// Whether an alert on `alert_board` concerns an incident on `incident_board`: an illegal move
+/// is reported on its own board; a pocket incident (a piece captured on one board that does not
+/// reach the partner's pocket on the other) may be reported on either: `handover_missing` names
+/// the board whose pocket lacks the piece, i.e. the partner board of the capture.
+fn on_incident_board(
+    inc: &super::simgame::IncidentInfo,
+    alert_board: Option<BoardId>,
+    incident_board: Option<BoardId>,
+) -> bool {
+    inc.kind != "illegal-move" || alert_board == incident_board
+}
+
 /// Motion detection against the truth's hands, per board.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MotionEval {
@@ -443,6 +464,19 @@ pub struct MotionEval {
     pub free_frames: usize,
     pub free_frames_moving: usize,
     pub motion_ms: Latency,
+    /// Per frame and board: the truth and the cues (for `--trace`; not in the summary).
+    #[serde(skip)]
+    pub trace: Vec<MotionTraceRow>,
+}
+
+/// One frame of `tandem eval motion --trace`: per board the truth's hand, whether the hand is
+/// over the board (hides a square), and the motion cues.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MotionTraceRow {
+    pub ts: u64,
+    pub hand: [bool; 2],
+    pub over_board: [bool; 2],
+    pub cues: [crate::vision::motion::MotionCues; 2],
 }
 
 /// Runs only the motion detector over a simulated game and compares with the truth's hands.
@@ -483,6 +517,12 @@ pub fn eval_motion(
         let Some(truth) = game.truth_at(f.ts) else {
             continue;
         };
+        let mut row = MotionTraceRow {
+            ts: f.ts,
+            hand: truth.hands,
+            over_board: [false; 2],
+            cues,
+        };
         for b in 0..2 {
             let calm = cues[b].score < threshold;
             if truth.hands[b] {
@@ -496,6 +536,7 @@ pub fn eval_motion(
                 let over = truth.occluded[b]
                     .iter()
                     .any(|s| !before.contains(s) && !after.contains(s));
+                row.over_board[b] = over;
                 if over {
                     out.over_board_frames += 1;
                     out.over_board_calm += calm as usize;
@@ -508,6 +549,7 @@ pub fn eval_motion(
             }
             prev_calm[b] = calm;
         }
+        out.trace.push(row);
     }
     out.motion_ms = Latency::of(times);
     Ok((out, used.source))
@@ -516,6 +558,22 @@ pub fn eval_motion(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pocket_incidents_match_alerts_on_either_board_illegal_moves_only_on_theirs() {
+        let inc = |kind: &str| super::super::simgame::IncidentInfo {
+            kind: kind.into(),
+            move_index: 3,
+            board: "B".into(),
+            san: "exd5".into(),
+            ts_ms: [1000, 2000],
+        };
+        let (a, b) = (Some(BoardId::A), Some(BoardId::B));
+        assert!(on_incident_board(&inc("missing-handover"), a, b));
+        assert!(on_incident_board(&inc("hidden-pocket"), b, b));
+        assert!(on_incident_board(&inc("illegal-move"), b, b));
+        assert!(!on_incident_board(&inc("illegal-move"), a, b));
+    }
 
     #[test]
     fn lcs_and_percentiles() {

@@ -198,6 +198,14 @@ impl Watcher {
         events
     }
 
+    /// The frames end (recording or game over): presses still pending are decided on the best
+    /// frame seen since them (see [`Tracker::finish`]).
+    pub fn finish(&mut self) -> Vec<Event> {
+        let events = self.tracker.finish();
+        self.note_moves(&events);
+        events
+    }
+
     fn note_moves(&mut self, events: &[Event]) {
         for e in events {
             if let (EventBody::Move { .. }, Some(b)) = (&e.body, e.board) {
