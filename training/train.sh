@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Reproduces models/squares.onnx and models/pockets.onnx from simulator data (not run in CI).
+# Reproduces models/squares-wide.onnx and models/pockets.onnx from simulator data (not run in CI);
+# stage 1 alone (run 3) gave the default models/squares.onnx.
 #
 #   training/train.sh [WORKDIR]        (default WORKDIR: /var/tmp/tandem-training)
 #
@@ -69,7 +70,7 @@ fi
 
 # 4. Stage 2: fine-tune from stage 1 on all data; the weights scoring best on the validation
 #    pose (oblique) at the periodic checks are exported; the final report covers both poses.
-"$PYTHON" training/train_squares.py --data "${dirs[@]}" "${wide[@]}" --out models/squares.onnx \
+"$PYTHON" training/train_squares.py --data "${dirs[@]}" "${wide[@]}" --out models/squares-wide.onnx \
   --init "$WORK/squares1.pt" --checkpoint "$WORK/squares.pt" --width 16 --margin 0.2 --aug 0.8 \
   --minutes "$MINUTES_FINETUNE" --val "${VAL[@]}" --eval "$WORK/sessions" > "$WORK/squares.log" 2>&1 &
 pids+=($!)
@@ -79,4 +80,4 @@ pids+=($!)
 pids+=($!)
 for p in "${pids[@]}"; do wait "$p"; done
 tail -n 40 "$WORK/squares.log" "$WORK/pockets.log"
-sha256sum models/squares.onnx models/pockets.onnx
+sha256sum models/squares-wide.onnx models/pockets.onnx

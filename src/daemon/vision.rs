@@ -239,6 +239,8 @@ impl WatchLoop {
                 }
                 WatchMessage::Flush => {
                     self.release(true);
+                    let events = self.watcher.finish();
+                    self.emit(events);
                     let _ = self.out.send(WatchOutput::Drained(self.setup.idx));
                 }
             }

@@ -301,6 +301,10 @@ impl Tracker {
         let b = obs.board;
         let floor = self.cfg.probability_floor;
         let window_ms = self.cfg.stall_window_ms;
+        if window_ms == 0 {
+            // Off: only stable runs are decoded (see `TrackerConfig::stall_window_ms`).
+            return Vec::new();
+        }
         let bt = &mut self.boards[b.index()];
         if !self.clock_feed {
             // Without a clock the move is complete at stability; a board that has been changing
@@ -772,6 +776,15 @@ mod tests {
         Tracker::new("t", 1, rules, fen, TrackerConfig::default()).unwrap()
     }
 
+    /// A tracker with the press window on (`stall_window_ms`, off by default).
+    fn windowed() -> Tracker {
+        let cfg = TrackerConfig {
+            stall_window_ms: 1000,
+            ..TrackerConfig::default()
+        };
+        Tracker::new("t", 1, RuleSet::fics(), None, cfg).unwrap()
+    }
+
     /// `n` observations of `pos` on `board` every 100 ms from `*ts`.
     fn feed(
         t: &mut Tracker,
@@ -1096,7 +1109,7 @@ mod tests {
     fn with_a_clock_feed_a_single_calm_frame_after_the_press_commits() {
         // Regression (issue 6): at 5 fps a busy board shows one calm frame between two hands;
         // the tracker waited for two in a row and stalled with every press pending.
-        let mut t = tracker(RuleSet::fics(), None);
+        let mut t = windowed();
         let mut ts = 0;
         let mut ev = Vec::new();
         for uci in ["e2e4", "e7e5", "g1f3", "b8c6"] {
@@ -1115,7 +1128,7 @@ mod tests {
     #[test]
     fn with_a_clock_feed_a_board_that_is_never_calm_still_commits_its_presses() {
         // No calm frame at all: after the press window the least-moving frame is decoded.
-        let mut t = tracker(RuleSet::fics(), None);
+        let mut t = windowed();
         let mut ts = 0;
         let mut ev = Vec::new();
         for uci in ["d2d4", "d7d5", "c2c4"] {
@@ -1141,7 +1154,7 @@ mod tests {
         // After the press only moving frames come, and they show a hand over d2/d4 read as
         // pieces: no move explains them, so nothing is committed and no desync is raised, and
         // the press is kept until a stable view decides it.
-        let mut t = tracker(RuleSet::fics(), None);
+        let mut t = windowed();
         let mut ts = 0;
         let start = t.table().board(BoardId::A).clone();
         let after = play(&start, &["d2d4"]);
@@ -1169,7 +1182,7 @@ mod tests {
     #[test]
     fn without_a_clock_a_board_never_stable_is_decided_on_single_calm_frames() {
         // 5 fps, hands every 1.2 s with one calm frame between: no stable run ever forms.
-        let mut t = tracker(RuleSet::fics(), None);
+        let mut t = windowed();
         let mut ts = 0;
         let mut ev = Vec::new();
         let mut pos = t.table().board(BoardId::A).clone();
@@ -1193,7 +1206,7 @@ mod tests {
 
     #[test]
     fn a_press_just_before_the_end_is_decided_when_the_stream_finishes() {
-        let mut t = tracker(RuleSet::fics(), None);
+        let mut t = windowed();
         let mut ts = 0;
         let after = play(t.table().board(BoardId::A), &["g1f3"]);
         let ev = busy_move(&mut t, BoardId::A, &after, &[0.9, 0.7], &mut ts);
