@@ -295,6 +295,13 @@ impl DaemonConfig {
         if let Some(m) = &mut self.moves {
             fix_replay(m);
         }
+        let reader = &mut self.vision.watch.reader;
+        for model in [&mut reader.classifier.model, &mut reader.pockets.model]
+            .into_iter()
+            .flatten()
+        {
+            fix(model);
+        }
         for t in &mut self.tables {
             if let Some(c) = &mut t.calibration {
                 fix(c);
@@ -573,6 +580,13 @@ mod tests {
         );
         assert!(c.replays_folder());
         assert_eq!(c.vision.hold_ms, 1000);
+        let wide =
+            format!("{text}[vision.watch.reader.classifier]\nmodel = \"m/squares-wide.onnx\"\n");
+        let c = DaemonConfig::from_toml_str(&wide, dir.path()).unwrap();
+        assert_eq!(
+            c.vision.watch.reader.classifier.model.as_deref(),
+            Some(dir.path().join("m/squares-wide.onnx").as_path())
+        );
         let with_moves = format!("{text}[moves]\nbpgn = \"t1.toml\"\n");
         let err = DaemonConfig::from_toml_str(&with_moves, dir.path()).unwrap_err();
         assert!(err.contains("cannot also get [moves]"), "{err}");
