@@ -627,30 +627,21 @@ fn board_fen(squares: &[Option<char>; 64], pocket: &str) -> String {
 /// range covered.
 fn random_pocket(rng: &mut SimRng, upper: bool) -> String {
     let cap = [0, 1, 2, 3, 4, 6, 8][rng.below(7)];
-    let mut out = String::new();
-    for role in POCKET_ROLES {
-        let n = if rng.unit() < 0.35 {
-            0
-        } else {
-            rng.below(cap + 1)
-        };
-        let c = if upper {
-            role
-        } else {
-            role.to_ascii_lowercase()
-        };
-        out.extend(std::iter::repeat_n(c, n));
-    }
-    out
+    pocket_of(rng, upper, cap, 0.35)
 }
 
 /// A full pocket: most roles present, 0..=8 of each with large counts common, so the pocket
 /// reader sees crowded zones (play rarely makes them, and they are the hard ones to count).
 pub fn random_full_pocket(rng: &mut SimRng, upper: bool) -> String {
     let cap = 3 + rng.below(6);
+    pocket_of(rng, upper, cap, 0.15)
+}
+
+/// Per role: none with probability `p_none`, else 0..=`cap` pieces; upper case for White.
+fn pocket_of(rng: &mut SimRng, upper: bool, cap: usize, p_none: f32) -> String {
     let mut out = String::new();
     for role in POCKET_ROLES {
-        let n = if rng.unit() < 0.15 {
+        let n = if rng.unit() < p_none {
             0
         } else {
             rng.below(cap + 1)

@@ -122,6 +122,17 @@ pub fn watch_frames(
 ) -> Result<(Vec<FrameStats>, Vec<f64>), WatchError> {
     let mut stats = Vec::with_capacity(frames.len());
     let mut decode = Vec::with_capacity(frames.len());
+    // Each event is timed by the wall time of the call that returned it.
+    let mut emit = |events: Vec<Event>, since: Instant| -> Result<(), WatchError> {
+        let ms = since.elapsed().as_secs_f64() * 1000.0;
+        for event in events {
+            on_event(&TimedEvent {
+                event,
+                latency_ms: ms,
+            })?;
+        }
+        Ok(())
+    };
     for f in frames {
         let t = Instant::now();
         let img = load_frame(&f.path)?;
@@ -130,36 +141,16 @@ pub fn watch_frames(
             let due: Vec<(u64, BoardId)> = clock.due(f.ts).to_vec();
             for (ts, board) in due {
                 let t = Instant::now();
-                let events = watcher.press(board, ts);
-                let ms = t.elapsed().as_secs_f64() * 1000.0;
-                for event in events {
-                    on_event(&TimedEvent {
-                        event,
-                        latency_ms: ms,
-                    })?;
-                }
+                emit(watcher.press(board, ts), t)?;
             }
         }
         let t = Instant::now();
         let (events, st) = watcher.frame(&img, f.ts)?;
-        let ms = t.elapsed().as_secs_f64() * 1000.0;
-        for event in events {
-            on_event(&TimedEvent {
-                event,
-                latency_ms: ms,
-            })?;
-        }
+        emit(events, t)?;
         stats.push(st);
     }
     let t = Instant::now();
-    let events = watcher.finish();
-    let ms = t.elapsed().as_secs_f64() * 1000.0;
-    for event in events {
-        on_event(&TimedEvent {
-            event,
-            latency_ms: ms,
-        })?;
-    }
+    emit(watcher.finish(), t)?;
     Ok((stats, decode))
 }
 
