@@ -486,7 +486,7 @@ pub async fn run_daemon(
 
     // Shutdown: stop inputs, finish evidence, drain the outbox, retained offline status.
     stop.store(true, Ordering::Relaxed);
-    // Watch threads end with their channels (frames still held are not read).
+    // Watch threads end with their channels: they read what is queued, not what they hold back.
     daemon.watches.clear();
     for p in pacers {
         p.abort();
