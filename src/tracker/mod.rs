@@ -323,9 +323,10 @@ pub struct TrackerConfig {
     /// since the press (the first calm one is decoded at once); the window then starts again
     /// until the press is committed. Without a clock feed: how long a board may keep changing
     /// without a stable run before single calm observations are decoded. Such tentative
-    /// decisions commit only a move that explains every square with the usual margins.
-    /// 0 (the default) turns this off: only stable runs are decoded. On (1000) it ends the stalls
-    /// of busy boards at 5 fps but costs elsewhere (`docs/tracker.md`), so it is opt-in for now.
+    /// decisions commit only a move that explains every square with the usual margins, and a
+    /// drop only where the dropped piece was seen in two consecutive observations (a one-frame
+    /// misread of one square must not become a move). 0 turns this off: only stable runs are
+    /// decoded (measured against each other in `docs/tracker.md`).
     pub stall_window_ms: u64,
 }
 
@@ -353,7 +354,7 @@ impl Default for TrackerConfig {
             pocket_grace_ms: 3000,
             max_moves_per_observation: 12,
             beam_width: 48,
-            stall_window_ms: 0,
+            stall_window_ms: 1000,
         }
     }
 }

@@ -64,6 +64,10 @@ struct BoardTrack {
     last_motion: Option<u64>,
     /// Clock presses not yet matched by committed moves.
     presses: u32,
+    /// Moves committed (with a clock feed) before their press arrived, e.g. a fast reply seen
+    /// together with the move before it: the next presses complete them instead of waiting
+    /// for a move that was already made.
+    ahead: u32,
     /// Desync: since when the board is unexplained, and whether `desync` was raised.
     unexplained_since: Option<u64>,
     lost: bool,
@@ -125,6 +129,7 @@ impl BoardTrack {
             open: false,
             last_motion: None,
             presses: 0,
+            ahead: 0,
             unexplained_since: None,
             lost: false,
             suspects: [None; 64],
@@ -217,6 +222,16 @@ impl Tracker {
         self.clock_feed = true;
         let mut events = Vec::new();
         let bt = &mut self.boards[board.index()];
+        if bt.ahead > 0 {
+            // This press completes a move committed before it: nothing is pending.
+            bt.ahead -= 1;
+            let press = TimedAction {
+                ts: Some(ts),
+                action: Action::Press { board },
+            };
+            self.applied.push(press.clone());
+            return self.referee.apply(press);
+        }
         bt.presses += 1;
         bt.last_motion = Some(ts);
         bt.open = true;
@@ -572,7 +587,8 @@ impl Tracker {
         let tentative = bt.tentative;
         let committable = best.kind != HypothesisKind::NoChange
             && believable
-            && (!tentative || decoded.disagreeing.is_empty())
+            && (!tentative
+                || (decoded.disagreeing.is_empty() && self.not_a_one_view_blip(b, &best.moves)))
             && (margin_ok || (waited_out && !tentative))
             && beats_none
             && bt.refused != Some(best.fingerprint);
@@ -604,10 +620,16 @@ impl Tracker {
                 best.moves.clone()
             };
             let before = self.referee.table().to_fen();
+            let (pending, count) = (bt.presses, moves.len() as u32);
             for mv in moves {
                 events.extend(self.commit(b, mv, ts));
             }
             let bt = &mut self.boards[b.index()];
+            if self.clock_feed && pending > 0 && count > pending {
+                // A press decided more moves than were pressed (a fast reply seen with its
+                // move): their presses are still to come.
+                bt.ahead += count - pending;
+            }
             bt.decided_ts = ts;
             bt.undecided_since = None;
             if self.referee.table().to_fen() == before {
@@ -670,6 +692,33 @@ impl Tracker {
             events.push(self.event(ts, Some(b), body));
         }
         events
+    }
+
+    /// Whether a tentative decision (one view) may commit `moves` on `b`: every square a drop
+    /// lands on (and that still shows the dropped piece at the end) must have shown its new class
+    /// confidently in two consecutive observations (hand frames included). A drop onto any empty
+    /// square is legal in bughouse, so a one-frame misread of one square would otherwise become
+    /// a move; a board move changes two squares, which one misread does not.
+    fn not_a_one_view_blip(&self, b: BoardId, moves: &[crate::engine::Move]) -> bool {
+        let mut after = self.referee.table().clone();
+        for &m in moves {
+            if after.play(b, m, &self.variant).is_err()
+                && after.play_physical(b, m, &self.variant).is_err()
+            {
+                return false;
+            }
+        }
+        let (before, after) = (self.referee.table().board(b), after.board(b));
+        let shown = &self.boards[b.index()].shown;
+        moves.iter().all(|m| match *m {
+            crate::engine::Move::Drop { to, .. } => {
+                let new = SquareClass::on(after, to);
+                new == SquareClass::on(before, to)
+                    || new == SquareClass::Empty
+                    || shown[to.index()] == new
+            }
+            _ => true,
+        })
     }
 
     /// Whether `moves` on `b` would mate while the other board has an undecided change that
@@ -776,7 +825,7 @@ mod tests {
         Tracker::new("t", 1, rules, fen, TrackerConfig::default()).unwrap()
     }
 
-    /// A tracker with the press window on (`stall_window_ms`, off by default).
+    /// A tracker with the press window on (`stall_window_ms`, whatever the default).
     fn windowed() -> Tracker {
         let cfg = TrackerConfig {
             stall_window_ms: 1000,
@@ -1202,6 +1251,84 @@ mod tests {
             ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4"],
             "{ev:?}"
         );
+    }
+
+    /// Board A after 1. e4 e5 with a white pawn in White's pocket (White to move).
+    fn with_a_pawn_in_hand() -> Tracker {
+        let cfg = TrackerConfig {
+            stall_window_ms: 1000,
+            ..TrackerConfig::default()
+        };
+        let fen = "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR[P] w KQkq - 0 2 | \
+                   rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1";
+        Tracker::new("t", 1, RuleSet::fics(), Some(fen), cfg).unwrap()
+    }
+
+    #[test]
+    fn a_one_frame_misread_after_a_press_does_not_become_a_drop() {
+        // A press with nothing visible yet, then one calm frame in which an empty square reads
+        // as a pawn: a drop there would explain that view, but the square showed the pawn
+        // once only, so it is a misread (seen in fast play: a stale press plus one blip).
+        let mut t = with_a_pawn_in_hand();
+        let mut ts = 0;
+        let pos = t.table().board(BoardId::A).clone();
+        let mut ev = feed(&mut t, BoardId::A, &pos, 3, 1.0, &mut ts);
+        ev.extend(t.press(BoardId::A, ts - 50));
+        let mut o = Observation::exact(BoardId::A, ts, &pos, 0.0);
+        let mut pawn = [0.0; SquareClass::COUNT];
+        pawn[SquareClass::WhitePawn.index()] = 1.0;
+        o.set_square("c3".parse().unwrap(), pawn).unwrap();
+        ev.extend(t.observe(&o));
+        ts += 100;
+        ev.extend(feed(&mut t, BoardId::A, &pos, 1, 1.0, &mut ts));
+        ev.extend(feed(&mut t, BoardId::A, &pos, 3, 0.0, &mut ts));
+        assert!(moves(&ev).is_empty(), "{ev:?}");
+    }
+
+    #[test]
+    fn a_drop_seen_twice_is_committed_on_a_single_calm_frame() {
+        // The counterpart: the dropped pawn shows in the frame of the hand leaving and in the
+        // one calm frame before the next hand.
+        let mut t = with_a_pawn_in_hand();
+        let mut ts = 0;
+        let after = play(t.table().board(BoardId::A), &["P@c3"]);
+        let ev = busy_move(&mut t, BoardId::A, &after, &[0.6, 0.0], &mut ts);
+        assert_eq!(moves(&ev), ["P@c3"], "{ev:?}");
+    }
+
+    #[test]
+    fn a_reply_committed_before_its_press_takes_that_press() {
+        // A move and its fast reply are seen in one view at the first press: both are
+        // committed, and the reply's press, arriving later, completes it instead of waiting
+        // for a third move (a stale press invites any one-view misread to become a move).
+        let mut t = windowed();
+        let mut ts = 0;
+        let start = t.table().board(BoardId::A).clone();
+        let both = play(&start, &["e2e4", "e7e5"]);
+        let mut ev = feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts);
+        ev.extend(t.press(BoardId::A, ts));
+        ev.extend(feed(&mut t, BoardId::A, &both, 3, 0.0, &mut ts));
+        assert_eq!(moves(&ev), ["e2e4", "e7e5"], "{ev:?}");
+        let late = t.press(BoardId::A, ts);
+        assert!(
+            late.iter().any(|e| matches!(
+                e.body,
+                EventBody::Clock {
+                    color: crate::engine::Color::Black,
+                    ..
+                }
+            )),
+            "{late:?}"
+        );
+        assert_eq!(t.boards[0].presses, 0);
+        let applied = t.take_applied();
+        assert!(matches!(
+            applied.last().map(|a| &a.action),
+            Some(Action::Press { board: BoardId::A })
+        ));
+        let after = play(&both, &["g1f3"]);
+        let ev = busy_move(&mut t, BoardId::A, &after, &[0.6, 0.0, 0.0], &mut ts);
+        assert_eq!(moves(&ev), ["g1f3"], "{ev:?}");
     }
 
     #[test]
