@@ -26,6 +26,10 @@ struct KeyState {
     arrived_run: u32,
     /// Consecutive readings without an unexplained shortfall.
     clear_run: u32,
+    /// The visible count as last confirmed by `CLEAR_READINGS` agreeing readings.
+    seen: Option<u8>,
+    /// A different visible count and how many consecutive readings showed it.
+    change: (u8, u32),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -124,6 +128,37 @@ impl PocketWatcher {
                     |h: &Handover| h.from == board.other() && h.color == color && h.role == role;
                 let pending = self.pending.iter().filter(|h| is_key(h)).count() as u8;
                 let key = &mut self.keys[board.index()][color.index()][role.index()];
+                // Pieces appearing in the pocket are hand-overs arriving (the oldest first),
+                // even while the pocket stays short: a piece hidden before the capture must
+                // not pass for the capture's missing hand-over.
+                let mut arrived = 0u8;
+                let seen = *key.seen.get_or_insert(visible);
+                if visible == seen {
+                    key.change = (visible, 0);
+                } else {
+                    key.change = if key.change.0 == visible {
+                        (visible, key.change.1 + 1)
+                    } else {
+                        (visible, 1)
+                    };
+                    if key.change.1 >= CLEAR_READINGS {
+                        arrived = visible.saturating_sub(seen).min(pending);
+                        key.seen = Some(visible);
+                        key.change = (visible, 0);
+                    }
+                }
+                if arrived > 0 {
+                    let mut extra = arrived;
+                    self.pending.retain(|h| {
+                        if extra > 0 && is_key(h) {
+                            extra -= 1;
+                            false
+                        } else {
+                            true
+                        }
+                    });
+                }
+                let pending = pending - arrived;
                 // Fewer missing than pending: the oldest hand-overs arrived.
                 if short < pending {
                     key.arrived_run += 1;
@@ -271,6 +306,47 @@ mod tests {
         for ts in (5100..=5500).step_by(100) {
             assert!(w.on_reading(BoardId::A, ts, &reading(1), &t).is_empty());
         }
+        assert_eq!(w.pending(BoardId::A), 0);
+    }
+
+    #[test]
+    fn a_piece_hidden_before_a_capture_is_hidden_not_a_missing_handover() {
+        // White's knight on A vanishes from the pocket; then a white knight is captured on B
+        // and handed over (the count goes 0 → 1 while two are held). The piece still missing
+        // is the hidden one, not the capture's.
+        let one = table_with_white_knight_in_a_pocket();
+        let two = Table::from_fen(
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[NN] w KQkq - 0 1 | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        )
+        .unwrap();
+        let mut w = PocketWatcher::new(3000);
+        let mut events = Vec::new();
+        for ts in (0..=6000).step_by(100) {
+            if ts == 800 {
+                let knight = Piece {
+                    color: Color::White,
+                    role: Role::Knight,
+                };
+                w.on_capture(BoardId::B, knight, ts);
+            }
+            let (t, visible) = match ts {
+                0..800 => (&one, 0),
+                800..1500 => (&two, 0),
+                _ => (&two, 1),
+            };
+            events.extend(w.on_reading(BoardId::A, ts, &reading(visible), t));
+        }
+        assert!(
+            matches!(
+                events.as_slice(),
+                [EventBody::HiddenPocket {
+                    held: 2,
+                    visible: 1,
+                    ..
+                }]
+            ),
+            "{events:?}"
+        );
         assert_eq!(w.pending(BoardId::A), 0);
     }
 
