@@ -8,9 +8,11 @@
 //! and [`eval`] compares a watched game with its truth (`tandem eval game`). See `docs/watch.md`.
 //!
 //! Invariants: frames are processed in time order; a clock press is handed to the tracker before
-//! the first frame at or after its time; each board's reader is adapted at most once, on a calm
-//! frame (not the first) while the tracked board is still in its start position, and — if a hand
-//! was already seen on it — only when the unadapted reading agrees with the start position.
+//! the first frame at or after its time; each board's reader is adapted at most once, while the
+//! tracked board is still in its start position: on a calm frame (not the first) — if a hand
+//! was already seen on it, only when the unadapted reading agrees with the start position — or,
+//! when the first hand arrives before any such frame, on the first frame (the boards as they were
+//! before that hand: a stream is taken to start with the boards in view, as calibration needs).
 
 pub mod eval;
 pub mod frames;
@@ -149,6 +151,8 @@ pub struct Watcher {
     /// Boards with a committed move waiting for a calm frame to confirm it to the reader.
     to_confirm: [bool; 2],
     frames: u64,
+    /// The first frame, kept while a board may still need it for adaptation.
+    first_frame: Option<RgbImage>,
 }
 
 impl Watcher {
@@ -168,6 +172,7 @@ impl Watcher {
             moved: [false; 2],
             to_confirm: [false; 2],
             frames: 0,
+            first_frame: None,
         })
     }
 
@@ -206,6 +211,38 @@ impl Watcher {
         events
     }
 
+    /// A board whose first hand arrives before a calm frame could adapt the reader is adapted
+    /// on the first frame, which showed it before that hand. Runs before the current frame is
+    /// read, so the reader's last frame is the current one again afterwards.
+    fn adapt_on_first_frame(&mut self, calm: &[bool; 2]) -> Result<(), WatchError> {
+        let Some(first) = self.first_frame.take() else {
+            return Ok(());
+        };
+        let start = Table::new();
+        let due: Vec<BoardId> = [BoardId::A, BoardId::B]
+            .into_iter()
+            .filter(|&b| {
+                let i = b.index();
+                !self.adapted[i]
+                    && !self.moved[i]
+                    && !calm[i]
+                    && self.tracker.table().board(b).to_fen() == start.board(b).to_fen()
+            })
+            .collect();
+        if !due.is_empty() {
+            self.reader.read(&first, 0)?;
+            for b in due {
+                self.reader.adapt(&first, b, start.board(b))?;
+                self.adapted[b.index()] = true;
+            }
+        }
+        // Kept only while a board can still use it.
+        if (0..2).any(|i| !self.adapted[i] && !self.moved[i]) {
+            self.first_frame = Some(first);
+        }
+        Ok(())
+    }
+
     fn note_moves(&mut self, events: &[Event]) {
         for e in events {
             if let (EventBody::Move { .. }, Some(b)) = (&e.body, e.board) {
@@ -227,6 +264,10 @@ impl Watcher {
         let calm = [motion[0].score < threshold, motion[1].score < threshold];
         let first = self.frames == 0;
         self.frames += 1;
+        self.adapt_on_first_frame(&calm)?;
+        if first && self.adapt {
+            self.first_frame = Some(frame.clone());
+        }
         let reading = self.reader.read(frame, ts)?;
         for b in [BoardId::A, BoardId::B] {
             let i = b.index();
@@ -298,4 +339,91 @@ pub fn new_tracker(
     cfg: &WatchConfig,
 ) -> Result<Tracker, WatchError> {
     Ok(Tracker::new(table_id, 1, rules, None, cfg.tracker.clone())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// Reads nothing (uniform probabilities) and records which frame each adaptation used,
+    /// by the red value of its top-left pixel.
+    struct Recorder(Arc<Mutex<Vec<(BoardId, u8)>>>);
+
+    impl TableReader for Recorder {
+        fn name(&self) -> &str {
+            "recorder"
+        }
+        fn read(&mut self, _frame: &RgbImage, _ts: u64) -> Result<TableReading, WatchError> {
+            let uniform = || Box::new([[1.0 / SquareClass::COUNT as f32; SquareClass::COUNT]; 64]);
+            Ok(TableReading {
+                squares: [uniform(), uniform()],
+                pockets: None,
+            })
+        }
+        fn adapt(
+            &mut self,
+            frame: &RgbImage,
+            board: BoardId,
+            _start: &Position,
+        ) -> Result<bool, WatchError> {
+            self.0
+                .lock()
+                .unwrap()
+                .push((board, frame.get_pixel(0, 0)[0]));
+            Ok(true)
+        }
+    }
+
+    #[test]
+    fn a_board_whose_first_hand_comes_before_a_calm_frame_adapts_on_the_first_frame() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/sim-game/frames/000000.jpg"
+        );
+        let base = image::open(path).unwrap().to_rgb8();
+        let cal = Calibration::detect(&base, "t", &Default::default()).unwrap();
+        let tagged = |tag: u8, hand_over_a: bool| {
+            let mut f = base.clone();
+            if hand_over_a {
+                // A dark "hand" over the left third of board A (the detector compensates a
+                // change of the whole region as a change of light).
+                let c = &cal.boards[0].corners;
+                let (x0, x1) = (
+                    c.iter().map(|p| p[0]).fold(f64::MAX, f64::min),
+                    c.iter().map(|p| p[0]).fold(0.0, f64::max),
+                );
+                let (y0, y1) = (
+                    c.iter().map(|p| p[1]).fold(f64::MAX, f64::min),
+                    c.iter().map(|p| p[1]).fold(0.0, f64::max),
+                );
+                for y in (y0.max(0.0) as u32)..(y1 as u32).min(f.height()) {
+                    for x in (x0.max(0.0) as u32)..((x0 + (x1 - x0) / 3.0) as u32).min(f.width()) {
+                        f.put_pixel(x, y, image::Rgb([30, 20, 15]));
+                    }
+                }
+            }
+            f.put_pixel(0, 0, image::Rgb([tag, 0, 0]));
+            f
+        };
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let cfg = WatchConfig::default();
+        let tracker = new_tracker("t", crate::rules::RuleSet::fics(), &cfg).unwrap();
+        let mut w = Watcher::new(&cal, Box::new(Recorder(log.clone())), tracker, &cfg).unwrap();
+        w.frame(&tagged(10, false), 0).unwrap();
+        assert!(
+            log.lock().unwrap().is_empty(),
+            "the first frame alone adapts nothing"
+        );
+        // Frame 2: a hand arrives over A; B stays calm and adapts on this frame as before.
+        w.frame(&tagged(20, true), 100).unwrap();
+        w.frame(&tagged(30, true), 200).unwrap();
+        let got = log.lock().unwrap().clone();
+        assert_eq!(got, [(BoardId::A, 10), (BoardId::B, 20)], "{got:?}");
+        assert_eq!(w.adapted(), [true, true]);
+        assert!(
+            w.first_frame.is_none(),
+            "the first frame is not kept once no board needs it"
+        );
+    }
 }
