@@ -35,6 +35,7 @@ fn sessions_hold_start_position_adapt_rows_and_random_test_rows() {
         positions: 1,
         seed: 7,
         presets: vec!["tripod".into()],
+        ..SessionOptions::default()
     };
     let s = export_sessions(&PieceSet::builtin(), &opts, &mut cut, out.path()).expect("export");
     assert_eq!((s.frames, s.skipped, s.squares, s.pockets), (2, 0, 256, 8));

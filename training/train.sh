@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Reproduces models/squares-wide.onnx and models/pockets.onnx from simulator data (not run in CI);
-# stage 1 alone (run 3) gave the default models/squares.onnx.
+# Reproduces the square and pocket models from simulator data (not run in CI), in three stages:
+# 1. presets tripod/overhead from scratch, 2. + wide poses (fine-tune), 3. + small frames
+# 320x180 / 480x270 (fine-tune). Stage 3 writes $WORK/squares3.onnx and $WORK/pockets3.onnx;
+# models/*.md say which stage's file each committed model is.
 #
 #   training/train.sh [WORKDIR]        (default WORKDIR: /var/tmp/tandem-training)
 #
 # Needs: the `tandem` binary (cargo build --bin tandem), the dreamchess-data meshes, and a Python
 # with torch, numpy, pillow, onnx, onnxruntime (PYTHON, default python3). FRAMES (frames per
 # generator job, one job per seed 1, 2, …), WIDE_FRAMES (per wide-pose job, seeds WIDE_SEEDS),
-# MINUTES_SQUARES / MINUTES_POCKETS (stage 1) and MINUTES_FINETUNE (stage 2) scale the run; the
-# defaults are the ones behind the committed models (≈ 2 h 45 min on the shared 2-core machine).
+# SMALL_FRAMES / SMALL_SEEDS (stage 3 data), MINUTES_SQUARES / MINUTES_POCKETS (stage 1),
+# MINUTES_FINETUNE (stage 2) and MINUTES_SMALL (stage 3) scale the run; the defaults are the ones
+# behind the committed models (≈ 4 h on the shared 2-core machine).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 WORK="${1:-/var/tmp/tandem-training}"
@@ -20,15 +23,20 @@ MINUTES_POCKETS="${MINUTES_POCKETS:-44}"
 WIDE_SEEDS="${WIDE_SEEDS:-11 12}"
 WIDE_FRAMES="${WIDE_FRAMES:-2000}"
 MINUTES_FINETUNE="${MINUTES_FINETUNE:-65}"
+SMALL_SEEDS="${SMALL_SEEDS:-13 14}"
+SMALL_FRAMES="${SMALL_FRAMES:-1500}"
+MINUTES_SMALL="${MINUTES_SMALL:-62}"
 ELEMENTS=/usr/share/games/dreamchess/pieces/elements
 mkdir -p "$WORK"
 
 # 1. Training data. Stage 1: classic + built-in sets with procedural variations, tripod/overhead
 #    poses (seeds 1..4). Stage 2: the broad pose range (`--poses wide`: elevation 18–85°, yaw ±40°,
 #    never within ±6° elevation and ±12° yaw of the held-out presets low-side and oblique), 35 %
-#    of the frames with crowded pockets (seeds 11, 12).
+#    of the frames with crowded pockets (seeds 11, 12). Stage 3: the same broad poses at the small
+#    frame sizes 320x180 and 480x270 (seeds 13, 14), the low-resolution cameras' blurry crops.
 dirs=()
 wide=()
+small=()
 pids=()
 s=0
 for n in $FRAMES; do
@@ -45,13 +53,26 @@ for s in $WIDE_SEEDS; do
     --poses wide --full-pockets 0.35 &
   pids+=($!)
 done
-# 2. Held-out evaluation sessions: the elements set at the low-side and oblique poses.
+for s in $SMALL_SEEDS; do
+  d="$WORK/small-$s"
+  small+=("$d")
+  [ -s "$d/frames.csv" ] || "$TANDEM" sim dataset --out "$d" --frames "$SMALL_FRAMES" --seed "$s" \
+    --poses wide --full-pockets 0.35 --sizes 320x180,480x270 &
+  pids+=($!)
+done
+# 2. Held-out evaluation sessions: the elements set at the low-side and oblique poses, at the
+#    usual frame sizes (seed 99) and at 320x180 (seed 97, stage 3's second validation set).
 [ -s "$WORK/sessions/sessions.csv" ] || "$TANDEM" sim dataset --out "$WORK/sessions" \
   --sessions 8 --positions 4 --seed 99 --pieces "$ELEMENTS" --presets low-side,oblique &
+pids+=($!)
+[ -s "$WORK/sessions-small/sessions.csv" ] || "$TANDEM" sim dataset --out "$WORK/sessions-small" \
+  --sessions 8 --positions 4 --seed 97 --pieces "$ELEMENTS" --presets low-side,oblique \
+  --sizes 320x180 &
 pids+=($!)
 for p in "${pids[@]}"; do wait "$p"; done
 pids=()
 VAL=("$WORK"/sessions/oblique-*)
+VAL_SMALL=("$WORK"/sessions-small/oblique-*)
 
 # 3. Stage 1 (one thread per trainer: on two shared cores this beats two threads per job):
 #    from scratch on the stage-1 data (the previous committed models).
@@ -68,16 +89,33 @@ if [ ! -s "$WORK/squares1.pt" ] || [ ! -s "$WORK/pockets1.pt" ]; then
   pids=()
 fi
 
-# 4. Stage 2: fine-tune from stage 1 on all data; the weights scoring best on the validation
-#    pose (oblique) at the periodic checks are exported; the final report covers both poses.
-"$PYTHON" training/train_squares.py --data "${dirs[@]}" "${wide[@]}" --out models/squares-wide.onnx \
-  --init "$WORK/squares1.pt" --checkpoint "$WORK/squares.pt" --width 16 --margin 0.2 --aug 0.8 \
-  --minutes "$MINUTES_FINETUNE" --val "${VAL[@]}" --eval "$WORK/sessions" > "$WORK/squares.log" 2>&1 &
+# 4. Stage 2: fine-tune from stage 1 on all data so far; the weights scoring best on the
+#    validation pose (oblique) at the periodic checks are exported.
+if [ ! -s "$WORK/squares2.pt" ] || [ ! -s "$WORK/pockets2.pt" ]; then
+  "$PYTHON" training/train_squares.py --data "${dirs[@]}" "${wide[@]}" --out "$WORK/squares2.onnx" \
+    --init "$WORK/squares1.pt" --checkpoint "$WORK/squares2.pt" --width 16 --margin 0.2 --aug 0.8 \
+    --minutes "$MINUTES_FINETUNE" --val "${VAL[@]}" --eval "${VAL[@]}" > "$WORK/squares2.log" 2>&1 &
+  pids+=($!)
+  "$PYTHON" training/train_pockets.py --data "${dirs[@]}" "${wide[@]}" --out "$WORK/pockets2.onnx" \
+    --init "$WORK/pockets1.pt" --checkpoint "$WORK/pockets2.pt" --width 12 \
+    --minutes "$MINUTES_FINETUNE" --val "${VAL[@]}" --eval "${VAL[@]}" > "$WORK/pockets2.log" 2>&1 &
+  pids+=($!)
+  for p in "${pids[@]}"; do wait "$p"; done
+  pids=()
+fi
+
+# 5. Stage 3: fine-tune from stage 2 on all data plus the small frames; validated on oblique at
+#    the usual sizes and at 320x180 together. low-side is for the final figures only.
+"$PYTHON" training/train_squares.py --data "${dirs[@]}" "${wide[@]}" "${small[@]}" \
+  --out "$WORK/squares3.onnx" --init "$WORK/squares2.pt" --checkpoint "$WORK/squares3.pt" \
+  --width 16 --margin 0.2 --aug 0.8 --minutes "$MINUTES_SMALL" --val "${VAL[@]}" "${VAL_SMALL[@]}" \
+  --val-every 8 --eval "${VAL[@]}" "${VAL_SMALL[@]}" > "$WORK/squares3.log" 2>&1 &
 pids+=($!)
-"$PYTHON" training/train_pockets.py --data "${dirs[@]}" "${wide[@]}" --out models/pockets.onnx \
-  --init "$WORK/pockets1.pt" --checkpoint "$WORK/pockets.pt" --width 12 \
-  --minutes "$MINUTES_FINETUNE" --val "${VAL[@]}" --eval "$WORK/sessions" > "$WORK/pockets.log" 2>&1 &
+"$PYTHON" training/train_pockets.py --data "${dirs[@]}" "${wide[@]}" "${small[@]}" \
+  --out "$WORK/pockets3.onnx" --init "$WORK/pockets2.pt" --checkpoint "$WORK/pockets3.pt" \
+  --width 12 --minutes "$MINUTES_SMALL" --val "${VAL[@]}" "${VAL_SMALL[@]}" --val-every 8 \
+  --eval "${VAL[@]}" "${VAL_SMALL[@]}" > "$WORK/pockets3.log" 2>&1 &
 pids+=($!)
 for p in "${pids[@]}"; do wait "$p"; done
-tail -n 40 "$WORK/squares.log" "$WORK/pockets.log"
-sha256sum models/squares-wide.onnx models/pockets.onnx
+tail -n 40 "$WORK/squares3.log" "$WORK/pockets3.log"
+sha256sum "$WORK"/squares?.onnx "$WORK"/pockets?.onnx

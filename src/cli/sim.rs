@@ -103,6 +103,10 @@ struct DatasetArgs {
     /// Share of training frames whose four pockets all hold many pieces (0..=1).
     #[arg(long, default_value_t = 0.0)]
     full_pockets: f32,
+    /// Frame sizes drawn from (training frames or sessions), e.g. `320x180,480x270` (default: 640x360, 800x450,
+    /// 960x540, 1120x630, 1280x720).
+    #[arg(long)]
+    sizes: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -285,6 +289,9 @@ fn dataset(a: DatasetArgs) -> anyhow::Result<()> {
         if !a.presets.is_empty() {
             opts.presets = a.presets.clone();
         }
+        if let Some(sizes) = &a.sizes {
+            opts.frame_sizes = sim::dataset::parse_frame_sizes(sizes)?;
+        }
         sim::dataset::export_sessions(&set, &opts, &mut cut, &a.out)?
     } else {
         let sets = if a.pieces.is_empty() {
@@ -310,6 +317,9 @@ fn dataset(a: DatasetArgs) -> anyhow::Result<()> {
         };
         if !a.presets.is_empty() {
             opts.presets = a.presets.clone();
+        }
+        if let Some(sizes) = &a.sizes {
+            opts.frame_sizes = sim::dataset::parse_frame_sizes(sizes)?;
         }
         sim::dataset::export_training(&sets, &opts, &mut cut, &a.out)?
     };

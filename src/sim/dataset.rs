@@ -340,6 +340,42 @@ pub type CropCutter<'a> = dyn FnMut(&super::Frame) -> Result<FrameCrops, String>
 pub const FRAME_SIZES: [(u32, u32); 5] =
     [(640, 360), (800, 450), (960, 540), (1120, 630), (1280, 720)];
 
+/// Smallest frame accepted by [`parse_frame_sizes`]: below it a square is a few pixels wide and
+/// the rectified crops carry no piece shape.
+pub const MIN_FRAME_SIZE: (u32, u32) = (160, 90);
+/// Largest frame accepted by [`parse_frame_sizes`] (the renderer's cost grows with the area).
+pub const MAX_FRAME_SIZE: (u32, u32) = (3840, 2160);
+
+/// Parses a frame-size list such as `320x180,480x270` (each `WIDTHxHEIGHT`, comma-separated,
+/// both sides within [`MIN_FRAME_SIZE`]..=[`MAX_FRAME_SIZE`]); the order is kept because the
+/// draw in [`export_training`] indexes into it, so equal lists reproduce equal data.
+pub fn parse_frame_sizes(text: &str) -> Result<Vec<(u32, u32)>, SimError> {
+    let mut sizes = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        let bad = |why: &str| {
+            SimError::Config(format!(
+                "frame size '{item}': {why} (expected WIDTHxHEIGHT, e.g. 320x180, within {}x{}..={}x{})",
+                MIN_FRAME_SIZE.0, MIN_FRAME_SIZE.1, MAX_FRAME_SIZE.0, MAX_FRAME_SIZE.1
+            ))
+        };
+        let (w, h) = item
+            .split_once(['x', 'X'])
+            .ok_or_else(|| bad("no 'x' between width and height"))?;
+        let w: u32 = w.trim().parse().map_err(|_| bad("width is not a number"))?;
+        let h: u32 = h
+            .trim()
+            .parse()
+            .map_err(|_| bad("height is not a number"))?;
+        if !(MIN_FRAME_SIZE.0..=MAX_FRAME_SIZE.0).contains(&w)
+            || !(MIN_FRAME_SIZE.1..=MAX_FRAME_SIZE.1).contains(&h)
+        {
+            return Err(bad("out of range"));
+        }
+        sizes.push((w, h));
+    }
+    Ok(sizes)
+}
+
 /// Roles counted in a pocket, in the pocket model's output order.
 pub const POCKET_ROLES: [char; 5] = ['P', 'N', 'B', 'R', 'Q'];
 
@@ -359,6 +395,9 @@ pub struct TrainingOptions {
     /// Share of frames whose four pockets all hold many pieces ([`random_full_pocket`]),
     /// on top of the pockets [`random_training_fen`] draws; 0 keeps the old data stream.
     pub full_pockets: f32,
+    /// Frame sizes drawn from, uniformly (default [`FRAME_SIZES`]; small frames teach the
+    /// classifier the blurry, upsampled crops of low-resolution cameras).
+    pub frame_sizes: Vec<(u32, u32)>,
 }
 
 /// How [`export_training`] draws each frame's camera pose.
@@ -395,6 +434,7 @@ impl Default for TrainingOptions {
             vary_sets: true,
             poses: PoseMode::Presets,
             full_pockets: 0.0,
+            frame_sizes: FRAME_SIZES.to_vec(),
         }
     }
 }
@@ -533,6 +573,8 @@ pub struct SessionOptions {
     pub positions: usize,
     pub seed: u64,
     pub presets: Vec<String>,
+    /// Frame sizes drawn from, one per session (default [`FRAME_SIZES`]).
+    pub frame_sizes: Vec<(u32, u32)>,
 }
 
 impl Default for SessionOptions {
@@ -542,6 +584,7 @@ impl Default for SessionOptions {
             positions: 4,
             seed: 0,
             presets: vec!["low-side".into(), "oblique".into()],
+            frame_sizes: FRAME_SIZES.to_vec(),
         }
     }
 }
@@ -752,11 +795,12 @@ pub fn export_training(
     out: &Path,
 ) -> Result<ExportSummary, SimError> {
     use std::io::Write as _;
-    if sets.is_empty() || options.presets.is_empty() {
+    if sets.is_empty() || options.presets.is_empty() || options.frame_sizes.is_empty() {
         return Err(SimError::Config(
-            "training export needs at least one piece set and one camera preset".into(),
+            "training export needs at least one piece set, camera preset and frame size".into(),
         ));
     }
+    let sizes = &options.frame_sizes;
     create_dir(out)?;
     let open = |name: &str| -> Result<std::io::BufWriter<std::fs::File>, SimError> {
         let p = out.join(name);
@@ -807,11 +851,11 @@ pub fn export_training(
                 camera.height *= 1.0 + rng.sym(0.12);
                 camera.roll_deg += rng.sym(spread * 0.2);
                 camera.focal *= 1.0 + rng.sym(0.08);
-                let size = FRAME_SIZES[rng.below(FRAME_SIZES.len())];
+                let size = sizes[rng.below(sizes.len())];
                 (preset, camera, size)
             }
             PoseMode::Wide => {
-                let size = FRAME_SIZES[rng.below(FRAME_SIZES.len())];
+                let size = sizes[rng.below(sizes.len())];
                 let camera = wide_pose(&mut rng, size, &held_out)?;
                 let e = elevation_of(&camera);
                 (format!("wide:e{e:.0}:y{:.0}", camera.yaw_deg), camera, size)
@@ -918,6 +962,12 @@ pub fn export_sessions(
     cut: &mut CropCutter<'_>,
     out: &Path,
 ) -> Result<ExportSummary, SimError> {
+    let sizes = &options.frame_sizes;
+    if sizes.is_empty() {
+        return Err(SimError::Config(
+            "sessions need at least one frame size".into(),
+        ));
+    }
     create_dir(out)?;
     let mut index = String::from("dir,camera,pieces,width,height,seed\n");
     let mut summary = ExportSummary::default();
@@ -925,7 +975,7 @@ pub fn export_sessions(
     for (pi, preset) in options.presets.iter().enumerate() {
         for k in 0..options.sessions {
             let mut rng = root.fork((pi * 10_000 + k) as u64);
-            let (width, height) = FRAME_SIZES[rng.below(FRAME_SIZES.len())];
+            let (width, height) = sizes[rng.below(sizes.len())];
             let settings = SimSettings {
                 width,
                 height,
@@ -1151,6 +1201,36 @@ mod tests {
         }
         assert!(lo < 25.0 && hi > 75.0, "elevations {lo}..{hi}");
         assert!(yaw_lo < -30.0 && yaw_hi > 30.0, "yaws {yaw_lo}..{yaw_hi}");
+    }
+
+    #[test]
+    fn frame_sizes_parse_in_order_and_reject_bad_input() {
+        assert_eq!(
+            parse_frame_sizes("320x180, 480X270").unwrap(),
+            vec![(320, 180), (480, 270)]
+        );
+        assert_eq!(TrainingOptions::default().frame_sizes, FRAME_SIZES.to_vec());
+        for bad in [
+            "", "320", "320x", "x180", "320x-1", "100x180", "320x60", "5000x180", "320x180,",
+        ] {
+            let e = parse_frame_sizes(bad).unwrap_err().to_string();
+            assert!(e.contains("frame size"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn small_frame_sizes_still_frame_the_table_at_wide_poses() {
+        let held = held_out_poses().unwrap();
+        let pts = framing_points();
+        let mut rng = SimRng::new(5);
+        for k in 0..40 {
+            let size = [(320, 180), (480, 270)][k % 2];
+            let c = wide_pose(&mut rng, size, &held).unwrap();
+            let cam = Camera::new(&c, size.0, size.1).unwrap();
+            let b = bounds(&cam, &pts).unwrap();
+            assert!(b[0] > 0.0 && b[1] > 0.0, "{c:?} {b:?}");
+            assert!(b[2] < size.0 as f32 && b[3] < size.1 as f32, "{c:?} {b:?}");
+        }
     }
 
     #[test]
