@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Reproduces the square and pocket models from simulator data (not run in CI), in three stages:
 # 1. presets tripod/overhead from scratch, 2. + wide poses (fine-tune), 3. + small frames
-# 320x180 / 480x270 (fine-tune). Stage 3 writes $WORK/squares3.onnx and $WORK/pockets3.onnx;
-# models/*.md say which stage's file each committed model is.
+# 320x180 / 480x270 (fine-tune). Stage 3 writes $WORK/squares3.onnx (committed as
+# models/squares.onnx) and $WORK/pockets3.onnx; models/*.md say which stage each committed model is.
 #
 #   training/train.sh [WORKDIR]        (default WORKDIR: /var/tmp/tandem-training)
 #
