@@ -147,31 +147,13 @@ impl PocketWatcher {
                         key.change = (visible, 0);
                     }
                 }
-                if arrived > 0 {
-                    let mut extra = arrived;
-                    self.pending.retain(|h| {
-                        if extra > 0 && is_key(h) {
-                            extra -= 1;
-                            false
-                        } else {
-                            true
-                        }
-                    });
-                }
+                remove_oldest(&mut self.pending, arrived, is_key);
                 let pending = pending - arrived;
                 // Fewer missing than pending: the oldest hand-overs arrived.
                 if short < pending {
                     key.arrived_run += 1;
                     if key.arrived_run >= CLEAR_READINGS {
-                        let mut extra = pending - short;
-                        self.pending.retain(|h| {
-                            if extra > 0 && is_key(h) {
-                                extra -= 1;
-                                false
-                            } else {
-                                true
-                            }
-                        });
+                        remove_oldest(&mut self.pending, pending - short, is_key);
                     }
                 } else {
                     key.arrived_run = 0;
@@ -219,6 +201,19 @@ impl PocketWatcher {
         }
         out
     }
+}
+
+/// Removes the `n` oldest pending hand-overs that `is_key` selects (they arrived).
+fn remove_oldest(pending: &mut Vec<Handover>, n: u8, is_key: impl Fn(&Handover) -> bool) {
+    let mut left = n;
+    pending.retain(|h| {
+        if left > 0 && is_key(h) {
+            left -= 1;
+            false
+        } else {
+            true
+        }
+    });
 }
 
 #[cfg(test)]
