@@ -304,6 +304,11 @@ pub struct TrackerConfig {
     pub commit_margin: f32,
     /// Required lead of the best hypothesis over "no change".
     pub commit_margin_none: f32,
+    /// Both leads above while a clock press on the board is pending (the press says a move
+    /// was made). Lower than the margins without a press: chosen on the validation renders
+    /// (`docs/tracker.md`); without a clock feed the stricter margins keep the tracker from
+    /// committing noise.
+    pub commit_margin_pressed: f32,
     /// A square disagrees with a hypothesis when its best class is this many nats more likely than
     /// the hypothesised one.
     pub disagree_nats: f32,
@@ -348,6 +353,7 @@ impl Default for TrackerConfig {
             undecided_commit_ms: 1000,
             commit_margin: 3.0,
             commit_margin_none: 3.0,
+            commit_margin_pressed: 2.0,
             disagree_nats: 3.0,
             desync_min_squares: 2,
             desync_grace_ms: 1000,
@@ -388,7 +394,11 @@ impl TrackerConfig {
         {
             return bad("probability_floor must be in (0, 0.1)");
         }
-        if self.commit_margin < 0.0 || self.commit_margin_none < 0.0 {
+        if self.commit_margin < 0.0
+            || self.commit_margin_none < 0.0
+            || self.commit_margin_pressed < 0.0
+            || self.commit_margin_pressed.is_nan()
+        {
             return bad("margins must be non-negative");
         }
         if self.max_moves_per_observation == 0
@@ -448,5 +458,7 @@ mod tests {
         assert!(TrackerConfig::from_toml("stable_frames = 0").is_err());
         assert!(TrackerConfig::from_toml("max_moves_per_observation = 13").is_err());
         assert!(TrackerConfig::from_toml("no_such_key = 1").is_err());
+        assert!(TrackerConfig::from_toml("commit_margin_pressed = -1.0").is_err());
+        assert!(TrackerConfig::from_toml("commit_margin_pressed = nan").is_err());
     }
 }

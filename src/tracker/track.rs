@@ -559,9 +559,20 @@ impl Tracker {
                 &ev,
             )
         };
-        let margin_ok = decoded.margin() >= self.cfg.commit_margin;
+        // A pending clock press says a move was made: "no change" and runner-ups need less
+        // beating (`commit_margin_pressed`).
+        let pressed = self.clock_feed && self.boards[b.index()].presses > 0;
+        let (margin_min, none_min) = if pressed {
+            (
+                self.cfg.commit_margin_pressed,
+                self.cfg.commit_margin_pressed,
+            )
+        } else {
+            (self.cfg.commit_margin, self.cfg.commit_margin_none)
+        };
+        let margin_ok = decoded.margin() >= margin_min;
         let best = &decoded.best;
-        let beats_none = best.score >= self.cfg.commit_margin_none;
+        let beats_none = best.score >= none_min;
         let bt = &self.boards[b.index()];
 
         if best.kind == HypothesisKind::InTransitDrop && margin_ok && beats_none {
