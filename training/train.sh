@@ -38,37 +38,35 @@ dirs=()
 wide=()
 small=()
 pids=()
+# gen DIR FILE ARGS...: `tandem sim dataset --out DIR ARGS...` in the background, unless DIR/FILE
+# shows an earlier run finished it.
+gen() {
+  local d=$1 done_file=$2
+  shift 2
+  [ -s "$d/$done_file" ] || "$TANDEM" sim dataset --out "$d" "$@" &
+  pids+=($!)
+}
 s=0
 for n in $FRAMES; do
   s=$((s + 1))
-  d="$WORK/train-$s"
-  dirs+=("$d")
-  [ -s "$d/frames.csv" ] || "$TANDEM" sim dataset --out "$d" --frames "$n" --seed "$s" &
-  pids+=($!)
+  dirs+=("$WORK/train-$s")
+  gen "$WORK/train-$s" frames.csv --frames "$n" --seed "$s"
 done
 for s in $WIDE_SEEDS; do
-  d="$WORK/wide-$s"
-  wide+=("$d")
-  [ -s "$d/frames.csv" ] || "$TANDEM" sim dataset --out "$d" --frames "$WIDE_FRAMES" --seed "$s" \
-    --poses wide --full-pockets 0.35 &
-  pids+=($!)
+  wide+=("$WORK/wide-$s")
+  gen "$WORK/wide-$s" frames.csv --frames "$WIDE_FRAMES" --seed "$s" --poses wide --full-pockets 0.35
 done
 for s in $SMALL_SEEDS; do
-  d="$WORK/small-$s"
-  small+=("$d")
-  [ -s "$d/frames.csv" ] || "$TANDEM" sim dataset --out "$d" --frames "$SMALL_FRAMES" --seed "$s" \
-    --poses wide --full-pockets 0.35 --sizes 320x180,480x270 &
-  pids+=($!)
+  small+=("$WORK/small-$s")
+  gen "$WORK/small-$s" frames.csv --frames "$SMALL_FRAMES" --seed "$s" --poses wide \
+    --full-pockets 0.35 --sizes 320x180,480x270
 done
 # 2. Held-out evaluation sessions: the elements set at the low-side and oblique poses, at the
 #    usual frame sizes (seed 99) and at 320x180 (seed 97, stage 3's second validation set).
-[ -s "$WORK/sessions/sessions.csv" ] || "$TANDEM" sim dataset --out "$WORK/sessions" \
-  --sessions 8 --positions 4 --seed 99 --pieces "$ELEMENTS" --presets low-side,oblique &
-pids+=($!)
-[ -s "$WORK/sessions-small/sessions.csv" ] || "$TANDEM" sim dataset --out "$WORK/sessions-small" \
-  --sessions 8 --positions 4 --seed 97 --pieces "$ELEMENTS" --presets low-side,oblique \
-  --sizes 320x180 &
-pids+=($!)
+gen "$WORK/sessions" sessions.csv --sessions 8 --positions 4 --seed 99 --pieces "$ELEMENTS" \
+  --presets low-side,oblique
+gen "$WORK/sessions-small" sessions.csv --sessions 8 --positions 4 --seed 97 --pieces "$ELEMENTS" \
+  --presets low-side,oblique --sizes 320x180
 for p in "${pids[@]}"; do wait "$p"; done
 pids=()
 VAL=("$WORK"/sessions/oblique-*)

@@ -205,6 +205,9 @@ impl PocketWatcher {
 
 /// Removes the `n` oldest pending hand-overs that `is_key` selects (they arrived).
 fn remove_oldest(pending: &mut Vec<Handover>, n: u8, is_key: impl Fn(&Handover) -> bool) {
+    if n == 0 {
+        return;
+    }
     let mut left = n;
     pending.retain(|h| {
         if left > 0 && is_key(h) {

@@ -211,6 +211,11 @@ impl Watcher {
         events
     }
 
+    /// Whether the tracked board `b` is still in its start position.
+    fn untouched(&self, b: BoardId) -> bool {
+        self.tracker.table().board(b).to_fen() == Table::new().board(b).to_fen()
+    }
+
     /// A board whose first hand arrives before a calm frame could adapt the reader is adapted
     /// on the first frame, which showed it before that hand. Runs before the current frame is
     /// read, so the reader's last frame is the current one again afterwards.
@@ -223,10 +228,7 @@ impl Watcher {
             .into_iter()
             .filter(|&b| {
                 let i = b.index();
-                !self.adapted[i]
-                    && !self.moved[i]
-                    && !calm[i]
-                    && self.tracker.table().board(b).to_fen() == start.board(b).to_fen()
+                !self.adapted[i] && !self.moved[i] && !calm[i] && self.untouched(b)
             })
             .collect();
         if !due.is_empty() {
@@ -275,8 +277,7 @@ impl Watcher {
             // The first frame has no motion reference; do not trust it for adaptation.
             if self.adapt && !self.adapted[i] && !first && calm[i] {
                 let start = Table::new().board(b).clone();
-                let untouched = self.tracker.table().board(b).to_fen() == start.to_fen();
-                if untouched && (!self.moved[i] || agreement(&reading, b, &start) >= 56) {
+                if self.untouched(b) && (!self.moved[i] || agreement(&reading, b, &start) >= 56) {
                     self.reader.adapt(frame, b, &start)?;
                     self.adapted[i] = true;
                 }
