@@ -701,6 +701,11 @@ impl<'a> Decoder<'a> {
                 );
             }
         }
+        let arriving = if other_busy {
+            arriving_roles(self.table.board(self.board.other()), mover, self.variant)
+        } else {
+            [false; 6]
+        };
         for role in Role::POCKET {
             let held = pos.pocket(mover).count(role) > 0;
             let class = SquareClass::of(Some(crate::engine::Piece { color: mover, role }));
@@ -711,7 +716,7 @@ impl<'a> Decoder<'a> {
                 }
                 let (kind, prior) = if held {
                     (HypothesisKind::Illegal, self.cfg.prior_illegal)
-                } else if other_busy {
+                } else if arriving[role.index()] {
                     (
                         HypothesisKind::InTransitDrop,
                         self.cfg.prior_in_transit_drop,
@@ -791,6 +796,48 @@ impl<'a> Decoder<'a> {
 /// A promoted piece that is captured at once leaves no trace of what it was: prefer the queen
 /// (the default promotion) by a hair.
 #[inline]
+/// Which pocket roles `receiver` (a player on the board next to `other`) can be about to
+/// receive: the partner plays the other colour on `other`, so a piece of `receiver`'s colour that
+/// the partner can capture in the next two plies there (its own move, or its reply to the
+/// opponent's). A promoted piece arrives as a pawn. Nothing is in transit on a board where no
+/// such capture is possible (the opening): a drop of an unheld piece is then simply illegal.
+fn arriving_roles(other: &Position, receiver: Color, variant: &Variant) -> [bool; 6] {
+    let mut roles = [false; 6];
+    let mut note = |pos: &Position| {
+        if pos.turn() == receiver {
+            return;
+        }
+        for m in pos.legal_moves(variant).iter() {
+            let target = match *m {
+                Move::Normal { to, .. } | Move::Steal { to, .. } => to,
+                Move::EnPassant { .. } => {
+                    roles[Role::Pawn.index()] = true;
+                    continue;
+                }
+                _ => continue,
+            };
+            if let Some(role) = pos.role_at(target) {
+                let arrives = if pos.promoted().contains(target) {
+                    Role::Pawn
+                } else {
+                    role
+                };
+                roles[arrives.index()] = true;
+            }
+        }
+    };
+    if other.turn() == receiver {
+        for m in other.legal_moves(variant).iter() {
+            let mut next = other.clone();
+            next.play(*m, variant);
+            note(&next);
+        }
+    } else {
+        note(other);
+    }
+    roles
+}
+
 fn promotion_prior(m: Move) -> f32 {
     match m {
         Move::Normal {
@@ -1001,6 +1048,25 @@ mod tests {
         assert_eq!(d.best.moves[0].to_string(), "e2e4");
         assert!(d.margin() > 3.0, "margin {}", d.margin());
         assert!(d.disagreeing.is_empty());
+    }
+
+    #[test]
+    fn nothing_is_in_transit_where_no_capture_is_possible() {
+        let v = Variant::default();
+        let start = Position::new();
+        assert_eq!(arriving_roles(&start, Color::White, &v), [false; 6]);
+        assert_eq!(arriving_roles(&start, Color::Black, &v), [false; 6]);
+        // 1. e4 d5: White (partner of our Black) can take the pawn now, and only that.
+        let mut p = start.clone();
+        for u in ["e2e4", "d7d5"] {
+            let m = p.parse_uci(u).unwrap();
+            p.play(m, &v);
+        }
+        let mut pawn_only = [false; 6];
+        pawn_only[Role::Pawn.index()] = true;
+        assert_eq!(arriving_roles(&p, Color::Black, &v), pawn_only);
+        // Our White's partner is Black, who answers White's move: Bc4 dxc4 gives a bishop.
+        assert!(arriving_roles(&p, Color::White, &v)[Role::Bishop.index()]);
     }
 
     #[test]

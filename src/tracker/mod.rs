@@ -333,6 +333,11 @@ pub struct TrackerConfig {
     /// misread of one square must not become a move). 0 turns this off: only stable runs are
     /// decoded (measured against each other in `docs/tracker.md`).
     pub stall_window_ms: u64,
+    /// With a clock press pending, a tentative decision may leave up to this many squares
+    /// unexplained, provided none of them is changed by the decided moves: a persistent misread
+    /// or a hand resting elsewhere on the board must not hold every later press back. 0 = a
+    /// tentative decision must explain every square.
+    pub tentative_residue_squares: u32,
 }
 
 impl Default for TrackerConfig {
@@ -361,6 +366,7 @@ impl Default for TrackerConfig {
             max_moves_per_observation: 12,
             beam_width: 48,
             stall_window_ms: 1000,
+            tentative_residue_squares: 1,
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::rules::{
     Action, DesyncState, Event, EventBody, Referee, RefereeError, RuleSet, TimedAction,
 };
 
-use super::decode::{Decoder, Evidence, HypothesisKind, LogLik, order_by_change_times};
+use super::decode::{Decoded, Decoder, Evidence, HypothesisKind, LogLik, order_by_change_times};
 
 /// Probability a square's top class needs before a change of it is believed (change times).
 const CHANGE_CONFIDENCE: f32 = 0.9;
@@ -599,7 +599,8 @@ impl Tracker {
         let committable = best.kind != HypothesisKind::NoChange
             && believable
             && (!tentative
-                || (decoded.disagreeing.is_empty() && self.not_a_one_view_blip(b, &best.moves)))
+                || (self.residue_unrelated(b, &decoded, pressed)
+                    && self.not_a_one_view_blip(b, &best.moves)))
             && (margin_ok || (waited_out && !tentative))
             && beats_none
             && bt.refused != Some(best.fingerprint);
@@ -705,20 +706,28 @@ impl Tracker {
         events
     }
 
+    /// The table after `moves` on `b` (legal or physical), if they can be played.
+    fn table_after(&self, b: BoardId, moves: &[crate::engine::Move]) -> Option<Table> {
+        let mut after = self.referee.table().clone();
+        for &m in moves {
+            if after.play(b, m, &self.variant).is_err()
+                && after.play_physical(b, m, &self.variant).is_err()
+            {
+                return None;
+            }
+        }
+        Some(after)
+    }
+
     /// Whether a tentative decision (one view) may commit `moves` on `b`: every square a drop
     /// lands on (and that still shows the dropped piece at the end) must have shown its new class
     /// confidently in two consecutive observations (hand frames included). A drop onto any empty
     /// square is legal in bughouse, so a one-frame misread of one square would otherwise become
     /// a move; a board move changes two squares, which one misread does not.
     fn not_a_one_view_blip(&self, b: BoardId, moves: &[crate::engine::Move]) -> bool {
-        let mut after = self.referee.table().clone();
-        for &m in moves {
-            if after.play(b, m, &self.variant).is_err()
-                && after.play_physical(b, m, &self.variant).is_err()
-            {
-                return false;
-            }
-        }
+        let Some(after) = self.table_after(b, moves) else {
+            return false;
+        };
         let (before, after) = (self.referee.table().board(b), after.board(b));
         let shown = &self.boards[b.index()].shown;
         moves.iter().all(|m| match *m {
@@ -729,6 +738,28 @@ impl Tracker {
                     || shown[to.index()] == new
             }
             _ => true,
+        })
+    }
+
+    /// Whether the squares a tentative decision leaves unexplained may stay so: none at all, or
+    /// (with a press pending) at most `tentative_residue_squares` squares that the decided moves
+    /// do not change.
+    fn residue_unrelated(&self, b: BoardId, decoded: &Decoded, pressed: bool) -> bool {
+        let residue = &decoded.disagreeing;
+        if residue.is_empty() {
+            return true;
+        }
+        if !pressed || residue.len() > self.cfg.tentative_residue_squares as usize {
+            return false;
+        }
+        let Some(after) = self.table_after(b, &decoded.best.moves) else {
+            return false;
+        };
+        let (before, after) = (self.referee.table().board(b), after.board(b));
+        residue.iter().all(|e| {
+            e.square
+                .parse::<Square>()
+                .is_ok_and(|sq| SquareClass::on(before, sq) == SquareClass::on(after, sq))
         })
     }
 
@@ -1237,6 +1268,46 @@ mod tests {
         );
         let ev = feed(&mut t, BoardId::A, &after, 2, 0.0, &mut ts);
         assert_eq!(moves(&ev), ["d2d4"]);
+    }
+
+    #[test]
+    fn a_persistent_misread_elsewhere_does_not_hold_a_pressed_move_back() {
+        // Only single calm frames between hand frames (no stable run), and e1's king always
+        // reads as empty: with one unexplained square allowed the pressed move is committed,
+        // with none (the old rule) every press waits.
+        let run = |residue: u32| {
+            let cfg = TrackerConfig {
+                stall_window_ms: 1000,
+                tentative_residue_squares: residue,
+                ..TrackerConfig::default()
+            };
+            let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg).unwrap();
+            let mut ts = 0;
+            let mut ev = Vec::new();
+            let mut after = t.table().board(BoardId::A).clone();
+            for uci in ["d2d4", "d7d5", "c2c4"] {
+                after = play(&after, &[uci]);
+                ev.extend(feed(&mut t, BoardId::A, &after, 1, 1.0, &mut ts));
+                ev.extend(t.press(BoardId::A, ts));
+                for motion in [0.0, 1.0, 0.0, 1.0] {
+                    let mut o = Observation::exact(BoardId::A, ts, &after, motion);
+                    let mut v = [0.0; SquareClass::COUNT];
+                    v[SquareClass::Empty.index()] = 1.0;
+                    o.set_square("e1".parse().unwrap(), v).unwrap();
+                    ev.extend(t.observe(&o));
+                    ts += 100;
+                }
+            }
+            ev
+        };
+        let ev = run(1);
+        assert_eq!(moves(&ev), ["d2d4", "d7d5", "c2c4"], "{ev:?}");
+        assert!(
+            !ev.iter()
+                .any(|e| matches!(e.body, EventBody::Desync { .. })),
+            "{ev:?}"
+        );
+        assert!(moves(&run(0)).is_empty());
     }
 
     #[test]
