@@ -298,6 +298,10 @@ pub struct SquaresArgs {
     /// using them as given.
     #[arg(long)]
     fit: bool,
+    /// Also classify every patch mirrored and average the two (test-time augmentation; on by
+    /// default).
+    #[arg(long)]
+    mirror: Option<bool>,
 }
 
 pub fn eval_squares(args: SquaresArgs) -> anyhow::Result<()> {
@@ -312,6 +316,7 @@ pub fn eval_squares(args: SquaresArgs) -> anyhow::Result<()> {
     config.temperature = args.temperature.unwrap_or(config.temperature);
     config.neighbours = args.neighbours.unwrap_or(config.neighbours);
     config.fit_mixture = args.fit;
+    config.mirror = args.mirror.unwrap_or(config.mirror);
     let mut classifier = SquareClassifier::load(&config)?;
     let report = evaluate_squares(&mut classifier, &args.dataset)?;
     if args.json {

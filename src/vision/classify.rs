@@ -109,6 +109,40 @@ pub(crate) fn shape_matches(declared: &[i64], want: &[i64]) -> bool {
             .all(|(&d, &w)| d < 0 || w < 0 || d == w)
 }
 
+/// Appends a left-right mirror image of every image of an NCHW batch of width `w`.
+fn append_mirrored(input: &mut Vec<f32>, w: usize) {
+    let n = input.len();
+    input.extend_from_within(..);
+    for row in input[n..].chunks_exact_mut(w) {
+        row.reverse();
+    }
+}
+
+/// Averages the two halves of a mirrored batch (`2n` rows: the patches, then their mirror
+/// images) into `n` rows: logits by their mean, embeddings by their normalised sum.
+fn fold_mirrored(outputs: &mut [Output; 2], n: usize) {
+    for (k, out) in outputs.iter_mut().enumerate() {
+        if out.shape.len() != 2 || out.shape[0] != 2 * n as i64 {
+            continue; // left for the shape check to report
+        }
+        let d = out.shape[1] as usize;
+        let (first, second) = out.data.split_at_mut(n * d);
+        for (a, b) in first.iter_mut().zip(second.iter()) {
+            *a = 0.5 * (*a + *b);
+        }
+        if k == 1 {
+            for e in first.chunks_exact_mut(d) {
+                let norm = e.iter().map(|v| v * v).sum::<f32>().sqrt();
+                if norm > 1e-12 {
+                    e.iter_mut().for_each(|v| *v /= norm);
+                }
+            }
+        }
+        out.data.truncate(n * d);
+        out.shape[0] = n as i64;
+    }
+}
+
 /// Classifier settings (TOML section `[classifier]`, every field has a default).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -130,6 +164,10 @@ pub struct ClassifierConfig {
     /// After a start-position adaptation, choose `mix` and `temperature` from a grid by the
     /// leave-one-out likelihood of the bank's own samples (see [`SquareClassifier::fit`]).
     pub fit_mixture: bool,
+    /// Also classify each patch mirrored left-right and average the two (test-time
+    /// augmentation: twice the network time, +1.2 points per square on the validation pose;
+    /// `docs/vision-classifier.md`).
+    pub mirror: bool,
 }
 
 impl Default for ClassifierConfig {
@@ -143,6 +181,7 @@ impl Default for ClassifierConfig {
             neighbours: 1,
             bank_per_class: 64,
             fit_mixture: false,
+            mirror: true,
         }
     }
 }
@@ -586,13 +625,24 @@ impl SquareClassifier {
         }
         let (w, h) = (self.patch_w as usize, self.patch_h as usize);
         patches_to_nchw(patches, n, w, h, &mut self.input);
-        let shape = [n as i64, 3, h as i64, w as i64];
+        let rows = if self.config.mirror {
+            // Every patch again, mirrored left-right (the model was trained with mirrored
+            // crops; no piece is chiral enough to matter): one call of 2n rows.
+            append_mirrored(&mut self.input, w);
+            2 * n
+        } else {
+            n
+        };
+        let shape = [rows as i64, 3, h as i64, w as i64];
         self.model.run_named(
             &shape,
             &self.input,
             &["logits", "embedding"],
             &mut self.outputs,
         )?;
+        if rows != n {
+            fold_mirrored(&mut self.outputs, n);
+        }
         let [logits, embedding] = &self.outputs;
         if logits.shape != [n as i64, SquareClass::COUNT as i64] {
             return Err(VisionModelError::OutputShape {
@@ -983,6 +1033,69 @@ mod tests {
         assert_eq!(t.mix, 0.5);
         assert_eq!(t.neighbours, ClassifierConfig::default().neighbours);
         assert!(toml::from_str::<ClassifierConfig>("mixx = 0.5").is_err());
+    }
+
+    #[test]
+    fn mirroring_reverses_rows_and_folding_averages_the_halves() {
+        // 12 values in rows of width 3: however they split into images and planes, each row
+        // is mirrored on its own.
+        let mut input: Vec<f32> = (0..12).map(|v| v as f32).collect();
+        append_mirrored(&mut input, 3);
+        assert_eq!(
+            &input[..12],
+            &(0..12).map(|v| v as f32).collect::<Vec<_>>()[..]
+        );
+        assert_eq!(
+            &input[12..],
+            &[2., 1., 0., 5., 4., 3., 8., 7., 6., 11., 10., 9.]
+        );
+        // n = 1: logits [1, 3] and mirrored [3, 5] → [2, 4]; embeddings [1, 0] and [0, 1] →
+        // their normalised sum.
+        let mut outputs = [
+            Output {
+                shape: vec![2, 2],
+                data: vec![1., 3., 3., 5.],
+            },
+            Output {
+                shape: vec![2, 2],
+                data: vec![1., 0., 0., 1.],
+            },
+        ];
+        fold_mirrored(&mut outputs, 1);
+        assert_eq!(outputs[0].shape, [1, 2]);
+        assert_eq!(outputs[0].data, [2., 4.]);
+        let h = std::f32::consts::FRAC_1_SQRT_2;
+        assert!(outputs[1].data.iter().all(|v| (v - h).abs() < 1e-6));
+        assert_eq!(outputs[1].shape, [1, 2]);
+    }
+
+    #[test]
+    fn a_mirrored_batch_keeps_one_row_per_patch() {
+        // The fixture reads channel means, which mirroring keeps: same result, same shape.
+        let colours = [[255, 0, 0], [0, 255, 0], [10, 20, 200]];
+        let patches = solid_patches(&colours);
+        let (mut plain, mut mirrored) = (Vec::new(), Vec::new());
+        let unmirrored = ClassifierConfig {
+            mirror: false,
+            ..ClassifierConfig::default()
+        };
+        SquareClassifier::from_path(&fixture(), &unmirrored)
+            .unwrap()
+            .classify_patches(&patches, 3, &mut plain)
+            .unwrap();
+        let config = ClassifierConfig {
+            mirror: true,
+            ..ClassifierConfig::default()
+        };
+        let mut c = SquareClassifier::from_path(&fixture(), &config).unwrap();
+        c.classify_patches(&patches, 3, &mut mirrored).unwrap();
+        assert_eq!(mirrored.len(), 3);
+        assert_eq!(c.last_embeddings().len(), 3 * c.embedding_dim());
+        for (a, b) in plain.iter().zip(&mirrored) {
+            for (x, y) in a.iter().zip(b) {
+                assert!((x - y).abs() < 1e-5);
+            }
+        }
     }
 
     fn classifier() -> SquareClassifier {
