@@ -793,9 +793,6 @@ impl<'a> Decoder<'a> {
     }
 }
 
-/// A promoted piece that is captured at once leaves no trace of what it was: prefer the queen
-/// (the default promotion) by a hair.
-#[inline]
 /// Which pocket roles `receiver` (a player on the board next to `other`) can be about to
 /// receive: the partner plays the other colour on `other`, so a piece of `receiver`'s colour that
 /// the partner can capture in the next two plies there (its own move, or its reply to the
@@ -838,6 +835,9 @@ fn arriving_roles(other: &Position, receiver: Color, variant: &Variant) -> [bool
     roles
 }
 
+/// A promoted piece that is captured at once leaves no trace of what it was: prefer the queen
+/// (the default promotion) by a hair.
+#[inline]
 fn promotion_prior(m: Move) -> f32 {
     match m {
         Move::Normal {
