@@ -25,6 +25,8 @@ fn json(out: &Output) -> serde_json::Value {
 
 #[test]
 fn eval_game_on_the_fixture_tracks_the_moves_from_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("decisions.jsonl");
     let r = json(&tandem(&[
         "eval",
         "game",
@@ -32,6 +34,8 @@ fn eval_game_on_the_fixture_tracks_the_moves_from_frames() {
         "--reader",
         "truth",
         "--json",
+        "--trace",
+        trace.to_str().unwrap(),
     ]));
     // Calibration is detected from the first frame, not taken from the truth.
     assert_eq!(r["calibration"], "detected", "{}", r["calibration_detail"]);
@@ -47,6 +51,24 @@ fn eval_game_on_the_fixture_tracks_the_moves_from_frames() {
     assert_eq!(r["desyncs"], 0);
     assert!(r["latency_ms"]["samples"].as_u64().unwrap() >= 20);
     assert_eq!(r["frames"], 201);
+    // The decision trace: one JSON object per decision; every committed move comes from a
+    // decision that passed the commit rules.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let decisions: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert!(
+        decisions
+            .iter()
+            .all(|d| d["board"] == "A" || d["board"] == "B")
+    );
+    let passed: usize = decisions
+        .iter()
+        .filter(|d| d["committed"] == true)
+        .map(|d| d["best"].as_array().unwrap().len())
+        .sum();
+    assert!(passed >= 31, "{passed} moves in committed decisions");
 }
 
 #[test]

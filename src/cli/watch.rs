@@ -73,6 +73,10 @@ pub struct EvalGameArgs {
     /// Watch configuration overrides (TOML: [motion], [tracker]).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Write every tracker decision (board, time, best and runner-up hypotheses, margin,
+    /// whether it committed, unexplained squares) to FILE as JSON lines.
+    #[arg(long)]
+    trace: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -214,6 +218,7 @@ pub fn eval_game_cmd(args: EvalGameArgs) -> anyhow::Result<()> {
         watch: load_config(args.config.as_deref())?,
         clock: !args.no_clock,
         games: args.games.clone(),
+        trace: args.trace.is_some(),
     };
     let kind = args.reader;
     let report = eval_game(
@@ -225,6 +230,9 @@ pub fn eval_game_cmd(args: EvalGameArgs) -> anyhow::Result<()> {
         },
         &opts,
     )?;
+    if let Some(path) = &args.trace {
+        write_json_lines(path, &report.decisions)?;
+    }
     if report.calibration == "truth" {
         eprintln!(
             "warning: calibration from the TRUTH corners ({})",
@@ -268,12 +276,7 @@ pub fn eval_motion_cmd(args: EvalMotionArgs) -> anyhow::Result<()> {
     let cfg = load_config(args.config.as_deref())?;
     let (report, cal) = eval_motion(&game, &cfg)?;
     if let Some(path) = &args.trace {
-        let mut text = String::new();
-        for row in &report.trace {
-            text.push_str(&serde_json::to_string(row)?);
-            text.push('\n');
-        }
-        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        write_json_lines(path, &report.trace)?;
     }
     if args.json {
         let mut v = serde_json::to_value(&report)?;
@@ -294,4 +297,14 @@ pub fn eval_motion_cmd(args: EvalMotionArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Writes `rows` to `path`, one JSON object per line.
+fn write_json_lines<T: serde::Serialize>(path: &std::path::Path, rows: &[T]) -> anyhow::Result<()> {
+    let mut text = String::new();
+    for row in rows {
+        text.push_str(&serde_json::to_string(row)?);
+        text.push('\n');
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }

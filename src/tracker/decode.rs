@@ -920,6 +920,89 @@ pub fn order_by_change_times(
     best
 }
 
+/// How much better (nats) an order must explain the views after the clock presses than the
+/// decoder's own order before it replaces it.
+const VIEW_ORDER_MARGIN: f32 = 1.0;
+
+/// Orders a chain of moves decided at once by what the board showed after each clock press:
+/// `views[i]` is the reading after the press that completed move `i` (`None` where no frame
+/// was seen), so the position after the first `i + 1` moves should explain it. Each side's
+/// moves may be permuted (sides alternate); only orders that are legal and reach the same
+/// placement count; the given order stays unless another beats it by [`VIEW_ORDER_MARGIN`].
+/// `None` without views (or when the chain cannot be replayed): the caller falls back to the
+/// change times.
+pub fn order_by_views(
+    start: &Position,
+    moves: &[Move],
+    views: &[Option<&LogLik>],
+    variant: &Variant,
+) -> Option<Vec<Move>> {
+    let scored = moves.len().saturating_sub(1).min(views.len());
+    if moves.len() < 2 || !views[..scored].iter().any(Option::is_some) {
+        return None;
+    }
+    let (end, given) = replay(start, moves, variant)?;
+    let view_score = |pos: &Position, step: usize| -> f32 {
+        match views.get(step).copied().flatten() {
+            Some(ll) if step < scored => Square::all()
+                .map(|sq| ll.get(sq, SquareClass::on(pos, sq)))
+                .sum(),
+            _ => 0.0,
+        }
+    };
+    let score_of = |order: &[Move]| -> f32 {
+        let mut pos = start.clone();
+        let mut total = 0.0;
+        for (step, &m) in order.iter().enumerate() {
+            pos.play(m, variant);
+            total += view_score(&pos, step);
+        }
+        total
+    };
+    let given_score = score_of(&given);
+    // Beam over prefixes: (position, the moves left to the side to move, those left to the
+    // other side, order so far, score).
+    const BEAM: usize = 64;
+    type State = (Position, Vec<Move>, Vec<Move>, Vec<Move>, f32);
+    let first: Vec<Move> = moves.iter().copied().step_by(2).collect();
+    let second: Vec<Move> = moves.iter().copied().skip(1).step_by(2).collect();
+    let mut beam: Vec<State> = vec![(start.clone(), first, second, Vec::new(), 0.0)];
+    for step in 0..moves.len() {
+        let mut next: Vec<State> = Vec::new();
+        for (pos, mine, theirs, order, score) in &beam {
+            let legal = pos.legal_moves(variant);
+            for k in 0..mine.len() {
+                let uci = mine[k].to_uci();
+                let Some(found) = legal.iter().copied().find(|l| l.to_uci() == uci) else {
+                    continue;
+                };
+                let mut p = pos.clone();
+                p.play(found, variant);
+                let mut rest = mine.clone();
+                rest.remove(k);
+                let mut o = order.clone();
+                o.push(found);
+                let s = score + view_score(&p, step);
+                next.push((p, theirs.clone(), rest, o, s));
+            }
+        }
+        next.sort_by(|a, b| b.4.total_cmp(&a.4));
+        next.truncate(BEAM);
+        if next.is_empty() {
+            return None;
+        }
+        beam = next;
+    }
+    let (_, _, _, order, score) = beam
+        .into_iter()
+        .find(|(p, _, _, _, _)| same_placement(p, &end))?;
+    Some(if score > given_score + VIEW_ORDER_MARGIN {
+        order
+    } else {
+        given
+    })
+}
+
 /// Plays `moves` from `start`, each re-resolved by its UCI form (a reordered capture captures
 /// something else); `None` if one is not legal there.
 fn replay(start: &Position, moves: &[Move], variant: &Variant) -> Option<(Position, Vec<Move>)> {
@@ -1097,5 +1180,53 @@ mod tests {
         assert!(d.illegal_considered);
         assert_eq!(d.best.kind, HypothesisKind::Illegal);
         assert_eq!(d.best.moves[0].to_string(), "e1d2");
+    }
+    /// The moves of `ucis` played one after the other from `pos`.
+    fn chain(pos: &Position, ucis: &[&str]) -> Vec<Move> {
+        let v = Variant::default();
+        let mut p = pos.clone();
+        ucis.iter()
+            .map(|u| {
+                let m = p.parse_uci(u).unwrap();
+                p.play(m, &v);
+                m
+            })
+            .collect()
+    }
+
+    fn ucis(moves: &[Move]) -> Vec<String> {
+        moves.iter().map(|m| m.to_uci().to_string()).collect()
+    }
+
+    #[test]
+    fn the_views_after_the_presses_order_a_chain_decided_at_once() {
+        let v = Variant::default();
+        let cfg = TrackerConfig::default();
+        let t = Table::default();
+        let start = t.board(BoardId::A).clone();
+        let played = ["d2d4", "g8f6", "g1f3", "e7e6"];
+        // The decoder found the same moves in another order (same final placement).
+        let decided = chain(&start, &["g1f3", "e7e6", "d2d4", "g8f6"]);
+        let views: Vec<LogLik> = (1..played.len())
+            .map(|k| {
+                let obs =
+                    Observation::exact(BoardId::A, 0, &after(&t, BoardId::A, &played[..k]), 0.0);
+                LogLik::from_observation(&obs, cfg.probability_floor)
+            })
+            .collect();
+        let refs: Vec<Option<&LogLik>> = views.iter().map(Some).collect();
+        let ordered = order_by_views(&start, &decided, &refs, &v).unwrap();
+        assert_eq!(ucis(&ordered), played);
+        // Views that agree with the decided order keep it; no views, no opinion.
+        let kept = order_by_views(&start, &ordered, &refs, &v).unwrap();
+        assert_eq!(ucis(&kept), played);
+        assert!(order_by_views(&start, &decided, &[], &v).is_none());
+        assert!(order_by_views(&start, &decided, &[None, None], &v).is_none());
+        // A view missing in the middle still orders by the others.
+        let gap = [refs[0], None, refs[2]];
+        assert_eq!(
+            ucis(&order_by_views(&start, &decided, &gap, &v).unwrap()),
+            played
+        );
     }
 }

@@ -20,7 +20,7 @@ mod track;
 
 pub use decode::{Decoded, Decoder, Evidence, Hypothesis, HypothesisKind, LogLik};
 pub use pockets::PocketWatcher;
-pub use track::{Tracker, TrackerError};
+pub use track::{Decision, Tracker, TrackerError};
 
 pub use crate::rules::SquareEvidence;
 

@@ -6,7 +6,9 @@ use crate::rules::{
     Action, DesyncState, Event, EventBody, Referee, RefereeError, RuleSet, TimedAction,
 };
 
-use super::decode::{Decoded, Decoder, Evidence, HypothesisKind, LogLik, order_by_change_times};
+use super::decode::{
+    Decoded, Decoder, Evidence, HypothesisKind, LogLik, order_by_change_times, order_by_views,
+};
 
 /// Probability a square's top class needs before a change of it is believed (change times).
 const CHANGE_CONFIDENCE: f32 = 0.9;
@@ -16,6 +18,8 @@ const MATE_WAIT_MS: u64 = 2000;
 
 /// Calm pocket readings whose per-count median is compared with drop hypotheses.
 const POCKET_READINGS: usize = 5;
+/// Views kept of pending presses (a chain is at most 12 moves long).
+const MAX_PRESS_VIEWS: usize = 12;
 
 /// The per-count median of some readings.
 fn median_reading(readings: &std::collections::VecDeque<PocketReading>) -> Option<PocketReading> {
@@ -33,7 +37,7 @@ fn median_reading(readings: &std::collections::VecDeque<PocketReading>) -> Optio
     Some(out)
 }
 use super::pockets::PocketWatcher;
-use super::{Observation, PocketReading, SquareClass, TrackerConfig};
+use super::{Observation, PocketReading, SquareClass, SquareEvidence, TrackerConfig};
 
 /// Why a tracker could not be created.
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +96,10 @@ struct BoardTrack {
     /// With a clock feed: the latest press while presses are pending, and the least-moving
     /// observation since it (decoded when no calm one comes in time).
     window: Option<PressWindow>,
+    /// With a clock feed: the view after each pending press but the latest (oldest first; the
+    /// latest press's view is in `window`). When a decision commits several moves at once,
+    /// these tell their order: after press `i` the board showed the first `i` moves.
+    press_views: std::collections::VecDeque<Option<LogLik>>,
     /// The decision under way is tentative (a single calm or the least-moving observation after
     /// a press, not a stable run): it may commit a move that explains every square, nothing else.
     tentative: bool,
@@ -104,6 +112,9 @@ struct PressWindow {
     since: u64,
     /// The least-moving observation since then: (motion, ts, log-likelihoods); earliest on ties.
     best: Option<(f32, u64, LogLik)>,
+    /// What the board showed after the press: the first calm observation since it, else the
+    /// least-moving one (kept across fallback decisions, unlike `best`).
+    view: Option<(f32, LogLik)>,
 }
 
 impl BoardTrack {
@@ -119,6 +130,7 @@ impl BoardTrack {
             changed_at: [None; 64],
             decided_ts: 0,
             window: None,
+            press_views: std::collections::VecDeque::new(),
             tentative: false,
             open_since: None,
             prev: None,
@@ -136,6 +148,32 @@ impl BoardTrack {
             refused: None,
         }
     }
+}
+
+/// One decision of the tracker on one board, recorded when [`Tracker::record_decisions`] is on:
+/// what it believed and why it did or did not commit (for diagnosing a game afterwards, e.g.
+/// `tandem eval game --trace FILE`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Decision {
+    pub board: BoardId,
+    /// The time of the view decided on.
+    pub ts: u64,
+    /// A single view after a press (or without a clock), not a stable run.
+    pub tentative: bool,
+    /// Clock presses pending on the board.
+    pub presses: u32,
+    /// The best hypothesis: its kind, moves (UCI) and score (nats, priors included).
+    pub kind: String,
+    pub best: Vec<String>,
+    pub score: f32,
+    pub runner_up: Option<Vec<String>>,
+    pub runner_up_score: Option<f32>,
+    pub margin: f32,
+    /// Whether the best hypothesis passed the commit rules (it may still wait for the other
+    /// board when it would end the match).
+    pub committed: bool,
+    /// Squares the best hypothesis leaves unexplained.
+    pub unexplained: Vec<SquareEvidence>,
 }
 
 /// Tracks one table: turns observations of both boards (and optional clock presses) into moves
@@ -157,6 +195,8 @@ pub struct Tracker {
     seq: u64,
     /// Referee actions applied since the last [`Tracker::take_applied`].
     applied: Vec<TimedAction>,
+    /// Decisions recorded since the last [`Tracker::take_decisions`], when recording is on.
+    decisions: Option<Vec<Decision>>,
 }
 
 impl Tracker {
@@ -186,6 +226,7 @@ impl Tracker {
             game,
             seq: 0,
             applied: Vec::new(),
+            decisions: None,
         })
     }
 
@@ -211,6 +252,19 @@ impl Tracker {
         std::mem::take(&mut self.applied)
     }
 
+    /// Starts (or stops) recording every decision (see [`Decision`]).
+    pub fn record_decisions(&mut self, on: bool) {
+        self.decisions = on.then(Vec::new);
+    }
+
+    /// The decisions recorded since the last call (empty when recording is off).
+    pub fn take_decisions(&mut self) -> Vec<Decision> {
+        self.decisions
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
     /// The configuration in use.
     pub fn config(&self) -> &TrackerConfig {
         &self.cfg
@@ -232,6 +286,14 @@ impl Tracker {
             self.applied.push(press.clone());
             return self.referee.apply(press);
         }
+        if bt.presses > 0 {
+            // The previous press's window closes: keep what the board showed after it.
+            let view = bt.window.take().and_then(|w| w.view).map(|(_, ll)| ll);
+            if bt.press_views.len() == MAX_PRESS_VIEWS {
+                bt.press_views.pop_front();
+            }
+            bt.press_views.push_back(view);
+        }
         bt.presses += 1;
         bt.last_motion = Some(ts);
         bt.open = true;
@@ -239,6 +301,7 @@ impl Tracker {
         bt.window = Some(PressWindow {
             since: ts,
             best: None,
+            view: None,
         });
         if bt.stable.is_some() {
             bt.stable_ts = ts;
@@ -270,6 +333,24 @@ impl Tracker {
         let bt = &mut self.boards[b.index()];
         if bt.presses == 0 {
             bt.window = None;
+            bt.press_views.clear();
+        }
+    }
+
+    /// Keeps the view of the board after its latest press (see [`PressWindow::view`]).
+    fn note_press_view(&mut self, obs: &Observation) {
+        let floor = self.cfg.probability_floor;
+        let bt = &mut self.boards[obs.board.index()];
+        let Some(win) = bt.window.as_mut() else {
+            return;
+        };
+        // The first calm observation stays; until one comes, the least-moving one.
+        let better = match &win.view {
+            None => true,
+            Some((m, _)) => *m >= self.cfg.motion_threshold && obs.motion < *m,
+        };
+        if better {
+            win.view = Some((obs.motion, LogLik::from_observation(obs, floor)));
         }
     }
 
@@ -374,6 +455,7 @@ impl Tracker {
         let b = obs.board;
         let calm = obs.motion < self.cfg.motion_threshold;
         let mut events = Vec::new();
+        self.note_press_view(obs);
         if calm && let Some(reading) = &obs.pockets {
             let bt = &mut self.boards[b.index()];
             if bt.pockets.len() == POCKET_READINGS {
@@ -604,6 +686,25 @@ impl Tracker {
             && (margin_ok || (waited_out && !tentative))
             && beats_none
             && bt.refused != Some(best.fingerprint);
+        if let Some(trace) = self.decisions.as_mut() {
+            let ucis = |h: &crate::tracker::Hypothesis| -> Vec<String> {
+                h.moves.iter().map(|m| m.to_uci().to_string()).collect()
+            };
+            trace.push(Decision {
+                board: b,
+                ts,
+                tentative: bt.tentative,
+                presses: bt.presses,
+                kind: format!("{:?}", best.kind),
+                best: ucis(best),
+                score: best.score,
+                runner_up: decoded.runner_up.as_ref().map(ucis),
+                runner_up_score: decoded.runner_up.as_ref().map(|r| r.score),
+                margin: decoded.margin(),
+                committed: committable,
+                unexplained: decoded.disagreeing.clone(),
+            });
+        }
         if committable && may_wait_for_other && self.mate_waits_for_other(b, &best.moves) {
             // This would end the match while the other board, whose change ended first, is
             // not decided yet: its move came first, so wait for it (a frame or two).
@@ -622,12 +723,12 @@ impl Tracker {
                         .map(|(_, t)| t);
                     confirmed.or(seen_once)
                 });
-                order_by_change_times(
-                    self.referee.table().board(b),
-                    &best.moves,
-                    &times,
-                    &self.variant,
-                )
+                let start = self.referee.table().board(b);
+                let views: Vec<Option<&LogLik>> =
+                    bt.press_views.iter().map(Option::as_ref).collect();
+                order_by_views(start, &best.moves, &views, &self.variant).unwrap_or_else(|| {
+                    order_by_change_times(start, &best.moves, &times, &self.variant)
+                })
             } else {
                 best.moves.clone()
             };
@@ -637,6 +738,9 @@ impl Tracker {
                 events.extend(self.commit(b, mv, ts));
             }
             let bt = &mut self.boards[b.index()];
+            // The views of the presses these moves completed are used up.
+            let used = (count as usize).min(bt.press_views.len());
+            bt.press_views.drain(..used);
             if self.clock_feed && pending > 0 && count > pending {
                 // A press decided more moves than were pressed (a fast reply seen with its
                 // move): their presses are still to come.
@@ -670,6 +774,7 @@ impl Tracker {
             bt.undecided_since = None;
             if self.clock_feed {
                 bt.presses = 0;
+                bt.press_views.clear();
             }
             self.explained(b, ts, &mut events);
             let _ = self.note_suspects(b);
@@ -1214,6 +1319,58 @@ mod tests {
             ));
         }
         assert_eq!(moves(&ev), ["e2e4", "e7e5", "g1f3", "b8c6"], "{ev:?}");
+    }
+
+    #[test]
+    fn a_chain_decided_after_several_presses_is_ordered_by_what_followed_each_press() {
+        // After each press one calm frame shows the new position, but only faintly (below the
+        // confidence that records change times) and with the vacated g1 still reading a knight
+        // (a leak from a neighbouring piece), so no single view commits the move that emptied
+        // g1. A stable run at the end decides the whole chain at once; the views kept after
+        // each press give its order.
+        let mut t = windowed();
+        let mut ts = 0;
+        let start = t.table().board(BoardId::A).clone();
+        let played = ["g1f3", "e7e6", "d2d4", "g8f6"];
+        let faint = |pos: &Position, ts: u64| {
+            let mut obs = Observation::exact(BoardId::A, ts, pos, 0.0);
+            for sq in Square::all() {
+                let mut p = [0.15 / 12.0; SquareClass::COUNT];
+                p[SquareClass::on(pos, sq).index()] = 0.85;
+                obs.set_square(sq, p).unwrap();
+            }
+            obs
+        };
+        let leak = |obs: &mut Observation| {
+            let mut p = [0.01; SquareClass::COUNT];
+            p[SquareClass::WhiteKnight.index()] = 0.9;
+            obs.set_square(Square::G1, p).unwrap();
+        };
+        let mut ev = Vec::new();
+        for k in 1..=played.len() {
+            let before = play(&start, &played[..k - 1]);
+            let after = play(&start, &played[..k]);
+            for pos in [&before, &before, &after] {
+                // The mover's hand (the frames show little), then the press.
+                let mut hand = faint(pos, ts);
+                hand.motion = 1.0;
+                ev.extend(t.observe(&hand));
+                ts += 100;
+            }
+            ev.extend(t.press(BoardId::A, ts));
+            let mut obs = faint(&after, ts + 100);
+            leak(&mut obs);
+            ev.extend(t.observe(&obs));
+            ts += 200;
+        }
+        let end = play(&start, &played);
+        for _ in 0..3 {
+            let mut obs = Observation::exact(BoardId::A, ts, &end, 0.0);
+            leak(&mut obs);
+            ev.extend(t.observe(&obs));
+            ts += 100;
+        }
+        assert_eq!(moves(&ev), played, "{ev:?}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::engine::BoardId;
 use crate::rules::{DesyncState, Event, EventBody, RuleSet};
+use crate::tracker::Decision;
 use crate::tracker::eval::lcs;
 use crate::vision::{Calibration, CalibrationConfig, Point};
 
@@ -163,6 +164,8 @@ pub struct GameEvalOptions {
     pub clock: bool,
     /// The BPGN record (default: the one named in `game.json`).
     pub games: Option<std::path::PathBuf>,
+    /// Record every tracker decision into [`GameEval::decisions`].
+    pub trace: bool,
 }
 
 /// Recall and precision of one incident type.
@@ -240,6 +243,9 @@ pub struct GameEval {
     pub truth: [Vec<String>; 2],
     /// Every alert (not move) event, for inspection.
     pub alerts: Vec<Event>,
+    /// Every tracker decision, with [`GameEvalOptions::trace`] (not in the JSON report).
+    #[serde(skip)]
+    pub decisions: Vec<Decision>,
 }
 
 /// The event type that detects an injected incident kind (None: not an alert incident).
@@ -277,7 +283,8 @@ pub fn eval_game(
     let (cal, cal_used) = calibrate_sim(game, &first)?;
     drop(first);
     let reader = make_reader(game, &cal)?;
-    let tracker = new_tracker("sim", opts.rules.clone(), &opts.watch)?;
+    let mut tracker = new_tracker("sim", opts.rules.clone(), &opts.watch)?;
+    tracker.record_decisions(opts.trace);
     let mut watcher = Watcher::new(&cal, reader, tracker, &opts.watch)?;
     let mut events: Vec<TimedEvent> = Vec::new();
     let clock = opts.clock.then(|| game.clock());
@@ -422,6 +429,7 @@ pub fn eval_game(
         committed,
         truth,
         alerts,
+        decisions: watcher.take_decisions(),
     })
 }
 

@@ -186,6 +186,11 @@ impl Watcher {
         self.tracker.take_applied()
     }
 
+    /// The tracker's decisions recorded since the last call ([`Tracker::take_decisions`]).
+    pub fn take_decisions(&mut self) -> Vec<crate::tracker::Decision> {
+        self.tracker.take_decisions()
+    }
+
     /// Whether the reader was adapted on each board's start position.
     pub fn adapted(&self) -> [bool; 2] {
         self.adapted
