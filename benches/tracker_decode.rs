@@ -76,7 +76,7 @@ fn bench(c: &mut Criterion) {
             max_moves_per_observation: max_moves,
             ..TrackerConfig::default()
         };
-        let ll = LogLik::from_observation(&obs, cfg.probability_floor);
+        let ll = LogLik::from_observation(&obs, &cfg);
         let decoded = Decoder::new(&table, BoardId::A, &v, &cfg, &ll).decode(&ll, None, false, &ev);
         let found: Vec<String> = decoded.best.moves.iter().map(|m| m.to_string()).collect();
         eprintln!(
@@ -88,7 +88,7 @@ fn bench(c: &mut Criterion) {
         }
         group.bench_function(name, |b| {
             b.iter(|| {
-                let ll = LogLik::from_observation(black_box(&obs), cfg.probability_floor);
+                let ll = LogLik::from_observation(black_box(&obs), &cfg);
                 Decoder::new(&table, BoardId::A, &v, &cfg, &ll).decode(&ll, None, false, &ev)
             })
         });

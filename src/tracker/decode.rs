@@ -20,13 +20,28 @@ pub struct LogLik {
 }
 
 impl LogLik {
-    /// Logs of one observation's probabilities, floored at `floor`.
-    pub fn from_observation(obs: &Observation, floor: f32) -> LogLik {
+    /// Logs of one observation's probabilities, floored at `cfg.probability_floor`; on squares
+    /// where pieces of some roles would be hidden ([`Observation::hidden`]), empty and those
+    /// roles are raised to at most `cfg.hidden_empty_nats` below the best of them.
+    pub fn from_observation(obs: &Observation, cfg: &TrackerConfig) -> LogLik {
         let mut ll = [[0f32; SquareClass::COUNT]; 64];
         for sq in Square::all() {
             let p = obs.square(sq);
-            for (d, &x) in ll[sq.index()].iter_mut().zip(p) {
-                *d = x.max(floor).ln();
+            let l = &mut ll[sq.index()];
+            for (d, &x) in l.iter_mut().zip(p) {
+                *d = x.max(cfg.probability_floor).ln();
+            }
+            let roles = obs.hidden[sq.index()];
+            if roles != 0 {
+                // Empty, then White's and Black's pieces of the hidden roles.
+                let alike = |c: usize| c == 0 || roles & (1 << ((c - 1) % 6)) != 0;
+                let best = (0..SquareClass::COUNT)
+                    .filter(|&c| alike(c))
+                    .map(|c| l[c])
+                    .fold(f32::NEG_INFINITY, f32::max);
+                for c in (0..SquareClass::COUNT).filter(|&c| alike(c)) {
+                    l[c] = l[c].max(best - cfg.hidden_empty_nats);
+                }
             }
         }
         LogLik::from_logs(ll)
@@ -1109,7 +1124,7 @@ mod tests {
         let cfg = TrackerConfig::default();
         let v = Variant::default();
         let obs = Observation::exact(board, 0, after, 0.0);
-        let ll = LogLik::from_observation(&obs, cfg.probability_floor);
+        let ll = LogLik::from_observation(&obs, &cfg);
         Decoder::new(table, board, &v, &cfg, &ll).decode(&ll, None, false, &Evidence::default())
     }
 
@@ -1211,7 +1226,7 @@ mod tests {
             .map(|k| {
                 let obs =
                     Observation::exact(BoardId::A, 0, &after(&t, BoardId::A, &played[..k]), 0.0);
-                LogLik::from_observation(&obs, cfg.probability_floor)
+                LogLik::from_observation(&obs, &cfg)
             })
             .collect();
         let refs: Vec<Option<&LogLik>> = views.iter().map(Some).collect();

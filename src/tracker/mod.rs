@@ -165,6 +165,12 @@ pub struct Observation {
     /// 0 = calm, 1 = a hand over the board (or strong motion).
     pub motion: f32,
     pub pockets: Option<PocketReading>,
+    /// Per square, the roles (bit `Role::index`) a piece of which would be hidden entirely
+    /// behind a nearer piece there (all zero = not known). The square's patch then shows the
+    /// nearer piece's body whether such a piece stands there or not, so the reading cannot tell
+    /// those roles from an empty square (see [`TrackerConfig::hidden_empty_nats`]); set by the
+    /// watcher from the calibration and the tracked position (`vision::OcclusionMap`).
+    pub hidden: [u8; 64],
 }
 
 /// Why an observation was refused.
@@ -210,6 +216,7 @@ impl Observation {
             squares: out,
             motion,
             pockets,
+            hidden: [0; 64],
         })
     }
 
@@ -225,6 +232,7 @@ impl Observation {
             squares,
             motion: motion.clamp(0.0, 1.0),
             pockets: None,
+            hidden: [0; 64],
         }
     }
 
@@ -275,6 +283,12 @@ pub struct TrackerConfig {
     pub confident_probability: f32,
     /// Floor for probabilities before taking logs (a classifier's 0 is never certain).
     pub probability_floor: f32,
+    /// On a square where pieces of some roles would be hidden ([`Observation::hidden`]), empty
+    /// and those roles (both colours) are never more than this many nats apart below the best
+    /// of them: the reading cannot tell them apart (a vacated `d2` behind the queen keeps
+    /// reading a pawn; a pawn "dropped" there is only the queen's body). A large value
+    /// switches it off.
+    pub hidden_empty_nats: f32,
     /// Log prior of one legal move (no change is 0).
     pub prior_move: f32,
     /// Log prior added for each further legal move explained by the same observation (fast
@@ -347,6 +361,7 @@ impl Default for TrackerConfig {
             motion_threshold: 0.3,
             confident_probability: 0.6,
             probability_floor: 1e-6,
+            hidden_empty_nats: 1.0,
             prior_move: -1.0,
             prior_extra_move: -2.0,
             prior_illegal: -8.0,
@@ -399,6 +414,9 @@ impl TrackerConfig {
             || self.probability_floor >= 0.1
         {
             return bad("probability_floor must be in (0, 0.1)");
+        }
+        if self.hidden_empty_nats.is_nan() || self.hidden_empty_nats < 0.0 {
+            return bad("hidden_empty_nats must be non-negative");
         }
         if self.commit_margin < 0.0
             || self.commit_margin_none < 0.0

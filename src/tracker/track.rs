@@ -339,7 +339,6 @@ impl Tracker {
 
     /// Keeps the view of the board after its latest press (see [`PressWindow::view`]).
     fn note_press_view(&mut self, obs: &Observation) {
-        let floor = self.cfg.probability_floor;
         let bt = &mut self.boards[obs.board.index()];
         let Some(win) = bt.window.as_mut() else {
             return;
@@ -350,7 +349,7 @@ impl Tracker {
             Some((m, _)) => *m >= self.cfg.motion_threshold && obs.motion < *m,
         };
         if better {
-            win.view = Some((obs.motion, LogLik::from_observation(obs, floor)));
+            win.view = Some((obs.motion, LogLik::from_observation(obs, &self.cfg)));
         }
     }
 
@@ -395,7 +394,6 @@ impl Tracker {
     /// window starts again, so a press is re-examined until it is committed (never stall).
     fn press_window(&mut self, obs: &Observation, calm: bool, stable: bool) -> Vec<Event> {
         let b = obs.board;
-        let floor = self.cfg.probability_floor;
         let window_ms = self.cfg.stall_window_ms;
         if window_ms == 0 {
             // Off: only stable runs are decoded (see `TrackerConfig::stall_window_ms`).
@@ -413,7 +411,7 @@ impl Tracker {
                     .open_since
                     .is_some_and(|t| obs.ts.saturating_sub(t) >= window_ms)
             {
-                let ll = LogLik::from_observation(obs, floor);
+                let ll = LogLik::from_observation(obs, &self.cfg);
                 return self.decide_tentative(b, ll, obs.ts);
             }
             return Vec::new();
@@ -429,7 +427,7 @@ impl Tracker {
             return Vec::new();
         }
         if calm && !stable {
-            let ll = LogLik::from_observation(obs, floor);
+            let ll = LogLik::from_observation(obs, &self.cfg);
             return self.decide_tentative(b, ll, obs.ts);
         }
         if stable {
@@ -437,7 +435,7 @@ impl Tracker {
             return Vec::new();
         }
         if win.best.as_ref().is_none_or(|(m, _, _)| obs.motion < *m) {
-            win.best = Some((obs.motion, obs.ts, LogLik::from_observation(obs, floor)));
+            win.best = Some((obs.motion, obs.ts, LogLik::from_observation(obs, &self.cfg)));
         }
         if obs.ts < win.since.saturating_add(window_ms) {
             return Vec::new();
@@ -469,7 +467,6 @@ impl Tracker {
                 events.push(self.event(obs.ts, Some(b), body));
             }
         }
-        let floor = self.cfg.probability_floor;
         let k = self.cfg.stable_frames;
         let conf = self.cfg.confident_probability;
         let bt = &mut self.boards[b.index()];
@@ -521,7 +518,7 @@ impl Tracker {
                 .filter(|sq| both & (1 << sq.index()) != 0)
                 .all(|sq| prev[sq.index()] == argmax[sq.index()])
         });
-        let ll = LogLik::from_observation(obs, floor);
+        let ll = LogLik::from_observation(obs, &self.cfg);
         if same {
             bt.run += 1;
             for sq in Square::all() {
@@ -1319,6 +1316,40 @@ mod tests {
             ));
         }
         assert_eq!(moves(&ev), ["e2e4", "e7e5", "g1f3", "b8c6"], "{ev:?}");
+    }
+
+    #[test]
+    fn a_vacated_square_hidden_behind_a_nearer_piece_may_keep_reading_its_piece() {
+        // d2d4 from a low camera: the vacated d2 behind the queen on d1 still reads a pawn.
+        let start = Table::new().board(BoardId::A).clone();
+        let after = play(&start, &["d2d4"]);
+        let d2: Square = "d2".parse().unwrap();
+        let view = |hidden: [u8; 64], ts: u64| {
+            let mut obs = Observation::exact(BoardId::A, ts, &after, 0.0);
+            let mut p = [0.001; SquareClass::COUNT];
+            p[SquareClass::WhitePawn.index()] = 0.99;
+            obs.set_square(d2, p).unwrap();
+            obs.hidden = hidden;
+            obs
+        };
+        let mut behind_queen = [0u8; 64];
+        behind_queen[d2.index()] = 1 << crate::engine::Role::Pawn.index();
+        for (hidden, expected) in [([0u8; 64], vec![]), (behind_queen, vec!["d2d4"])] {
+            let mut t = windowed();
+            let mut ts = 0;
+            let mut ev = feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts);
+            ev.extend(t.press(BoardId::A, ts));
+            // One calm view after the press, then the opponent's hand.
+            ev.extend(t.observe(&view(hidden, ts + 100)));
+            ts += 200;
+            ev.extend(feed(&mut t, BoardId::A, &after, 1, 1.0, &mut ts));
+            assert_eq!(
+                moves(&ev),
+                expected,
+                "hidden {:?}: {ev:?}",
+                hidden[d2.index()]
+            );
+        }
     }
 
     #[test]

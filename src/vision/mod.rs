@@ -3,7 +3,8 @@
 //! [`calibration`] finds both boards, a1, board A and the pockets in one frame (see
 //! `docs/vision-calibration.md`), [`rectify`] cuts per-square and pocket crops with sampling
 //! maps precomputed once per calibration, [`overlay`] draws a calibration for a person to
-//! check, and [`model`] wraps ONNX inference. [`classify`] turns the 128 square patches into
+//! check, [`occlusion`] says which squares a nearer piece may hide, and [`model`] wraps ONNX
+//! inference. [`classify`] turns the 128 square patches into
 //! class probabilities (adapted to the table's piece set), [`pockets`] counts the pocket zones,
 //! and [`reader`] composes all of it into one call per frame.
 
@@ -14,6 +15,7 @@ pub mod evaluate;
 pub mod geometry;
 pub mod model;
 pub mod motion;
+pub mod occlusion;
 pub mod overlay;
 pub mod pockets;
 pub mod reader;
@@ -25,6 +27,7 @@ pub use calibration::{
 };
 pub use classify::{ClassifierConfig, SquareClassifier, VisionModelError, find_model};
 pub use geometry::{Homography, Point};
+pub use occlusion::OcclusionMap;
 pub use pockets::{PocketConfig, PocketCounts, PocketReader, ZoneCount};
 pub use reader::{FrameReader, FrameReading, ReadError, ReaderConfig};
 pub use rectify::{Rectifier, RectifyConfig};

@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{BoardId, Position, Table};
 use crate::rules::{Event, EventBody};
 use crate::tracker::{Observation, PocketReading, SquareClass, Tracker, TrackerConfig};
-use crate::vision::Calibration;
 use crate::vision::motion::{MotionConfig, MotionCues, MotionDetector, MotionError};
+use crate::vision::{Calibration, OcclusionMap};
 
 pub use frames::{ClockFeed, FrameFile, list_frames};
 pub use onnx::OnnxReader;
@@ -153,6 +153,8 @@ pub struct Watcher {
     frames: u64,
     /// The first frame, kept while a board may still need it for adaptation.
     first_frame: Option<RgbImage>,
+    /// Which squares the tracked position's pieces may hide from this camera.
+    occlusion: OcclusionMap,
 }
 
 impl Watcher {
@@ -173,6 +175,7 @@ impl Watcher {
             to_confirm: [false; 2],
             frames: 0,
             first_frame: None,
+            occlusion: OcclusionMap::new(cal),
         })
     }
 
@@ -292,13 +295,16 @@ impl Watcher {
         let mut events = Vec::new();
         for b in [BoardId::A, BoardId::B] {
             let i = b.index();
-            let obs = Observation::new(
+            let mut obs = Observation::new(
                 b,
                 ts,
                 &reading.squares[i][..],
                 motion[i].score.clamp(0.0, 1.0),
                 reading.pockets.map(|p| p[i]),
             )?;
+            // Where a piece would be hidden behind a nearer one, the reading cannot tell it
+            // from an empty square (a vacated d2 behind the queen keeps reading a pawn).
+            obs.hidden = self.occlusion.hidden(b, self.tracker.table().board(b));
             let out = self.tracker.observe(&obs);
             self.note_moves(&out);
             events.extend(out);
