@@ -107,6 +107,12 @@ struct DatasetArgs {
     /// 960x540, 1120x630, 1280x720).
     #[arg(long)]
     sizes: Option<String>,
+    /// Share of training tables whose set is a fresh procedural Staunton design (0..=1).
+    #[arg(long, default_value_t = 0.0)]
+    staunton: f32,
+    /// Frames per training table, the first in the start position (1 = a new table per frame).
+    #[arg(long, default_value_t = 1)]
+    episode: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -125,7 +131,8 @@ struct RenderArgs {
     /// Seed of every random choice (look, jitter, noise).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Piece set directory: dreamchess (set.cfg + .dcm) or pawn.obj … king.obj (+ set.toml).
+    /// Piece set directory (dreamchess set.cfg + .dcm, or pawn.obj … king.obj + set.toml), or a
+    /// set built in code: `geometric`, `turned`, `staunton:SEED`.
     #[arg(long)]
     pieces: Option<PathBuf>,
     /// Also write the ground truth as JSON here.
@@ -166,13 +173,16 @@ fn camera_of(file: &Option<PathBuf>, preset: &Option<String>) -> anyhow::Result<
     })
 }
 
+/// `--pieces`: a set directory, or a set built in code (`geometric`, `turned`,
+/// `staunton:SEED`); none = the default set.
 fn piece_set(dir: &Option<PathBuf>) -> anyhow::Result<PieceSet> {
-    Ok(match dir {
-        Some(dir) => {
-            PieceSet::load(dir).with_context(|| format!("loading pieces from {}", dir.display()))?
-        }
-        None => PieceSet::default_set()?,
-    })
+    let Some(dir) = dir else {
+        return Ok(PieceSet::default_set()?);
+    };
+    if let Some(set) = dir.to_str().and_then(sim::pieces::named_set) {
+        return Ok(set?);
+    }
+    PieceSet::load(dir).with_context(|| format!("loading pieces from {}", dir.display()))
 }
 
 fn game(a: GameArgs) -> anyhow::Result<()> {
@@ -313,6 +323,8 @@ fn dataset(a: DatasetArgs) -> anyhow::Result<()> {
             vary_sets: !a.no_set_variation,
             poses: a.poses,
             full_pockets: a.full_pockets,
+            staunton: a.staunton,
+            episode: a.episode,
             ..sim::dataset::TrainingOptions::default()
         };
         if !a.presets.is_empty() {
@@ -345,12 +357,7 @@ fn render(a: RenderArgs) -> anyhow::Result<()> {
         (None, Some(name)) => CameraConfig::preset(name)?,
         (None, None) => CameraConfig::default(),
     };
-    let pieces = match &a.pieces {
-        Some(dir) => {
-            PieceSet::load(dir).with_context(|| format!("loading pieces from {}", dir.display()))?
-        }
-        None => PieceSet::default_set()?,
-    };
+    let pieces = piece_set(&a.pieces)?;
     let mut settings = SimSettings {
         width: a.width,
         height: a.height,

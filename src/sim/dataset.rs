@@ -398,6 +398,14 @@ pub struct TrainingOptions {
     /// Frame sizes drawn from, uniformly (default [`FRAME_SIZES`]; small frames teach the
     /// classifier the blurry, upsampled crops of low-resolution cameras).
     pub frame_sizes: Vec<(u32, u32)>,
+    /// Share of tables whose set is a fresh draw of the procedural Staunton family
+    /// ([`super::pieces::staunton`]) instead of one of the given sets; 0 keeps the old stream.
+    pub staunton: f32,
+    /// Frames per table: each table (set, scene, pose, size) is shown in this many positions,
+    /// the first being the start position, as a game at the venue shows it. Trainers learn
+    /// the run-time adaptation from such groups (`frames.csv` column `table`). 1 = every frame
+    /// a new table (the old stream).
+    pub episode: usize,
 }
 
 /// How [`export_training`] draws each frame's camera pose.
@@ -435,6 +443,8 @@ impl Default for TrainingOptions {
             poses: PoseMode::Presets,
             full_pockets: 0.0,
             frame_sizes: FRAME_SIZES.to_vec(),
+            staunton: 0.0,
+            episode: 1,
         }
     }
 }
@@ -827,15 +837,27 @@ pub fn export_training(
     )?;
     write_all(
         &mut fr_csv,
-        b"frame,seed,camera,pieces,width,height,table_fen\n",
+        b"frame,seed,camera,pieces,width,height,table_fen,table\n",
         &out.join("frames.csv"),
     )?;
     let held_out = held_out_poses()?;
     let mut summary = ExportSummary::default();
     let root = SimRng::new(options.seed).fork(0x7EA1);
+    let episode = options.episode.max(1);
     for i in 0..options.frames {
-        let mut rng = root.fork(i as u64);
+        let (table, pos) = (i / episode, i % episode);
+        // Every draw but the position's is the table's: the same for all frames of an episode.
+        let mut rng = if episode == 1 {
+            root.fork(i as u64)
+        } else {
+            root.fork(table as u64 | 1 << 48)
+        };
         let base = &sets[rng.below(sets.len())];
+        let base = if options.staunton > 0.0 && rng.unit() < options.staunton {
+            &super::pieces::staunton(&mut rng.fork(0x57A))
+        } else {
+            base
+        };
         let set = if options.vary_sets && rng.unit() < 0.75 {
             varied_set(base, &mut rng.fork(0x5E7))
         } else {
@@ -870,7 +892,11 @@ pub fn export_training(
             ..super::Variation::default()
         };
         let full = rng.unit() < options.full_pockets;
-        let fen = random_training_fen_with(&mut rng, full)?;
+        let fen = match (episode, pos) {
+            (1, _) => random_training_fen_with(&mut rng, full)?,
+            (_, 0) => START_TABLE.to_string(),
+            _ => random_training_fen_with(&mut rng.fork(0xF0 + pos as u64), full)?,
+        };
         let settings = SimSettings {
             width,
             height,
@@ -926,7 +952,7 @@ pub fn export_training(
         write_all(&mut pk_csv, rows.as_bytes(), &pk_path)?;
         let _ = writeln!(
             fr_csv,
-            "{i},{},{preset},{},{width},{height},\"{fen}\"",
+            "{i},{},{preset},{},{width},{height},\"{fen}\",{table}",
             settings.seed, set.name
         );
         summary.frames += 1;
@@ -1316,6 +1342,57 @@ mod tests {
         assert!(rows[130].starts_with("2,0,2,"), "{}", rows[130]);
         let pockets = std::fs::read_to_string(dir.join("pockets.csv")).unwrap();
         assert_eq!(pockets.lines().count(), 1 + 8);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn episodes_show_one_table_in_several_positions_starting_from_the_start() {
+        let dir = std::env::temp_dir().join(format!("tandem-episodes-{}", std::process::id()));
+        let mut cut = |_: &super::super::Frame| -> Result<FrameCrops, String> {
+            Ok(FrameCrops {
+                square_size: [1, 1],
+                squares: vec![0; 128 * 3],
+                pocket_size: [1, 1],
+                pockets: vec![0; 4 * 3],
+            })
+        };
+        let opts = TrainingOptions {
+            frames: 6,
+            seed: 5,
+            episode: 3,
+            staunton: 1.0,
+            frame_sizes: vec![(320, 180)],
+            ..TrainingOptions::default()
+        };
+        export_training(&[PieceSet::builtin()], &opts, &mut cut, &dir).unwrap();
+        let frames = std::fs::read_to_string(dir.join("frames.csv")).unwrap();
+        let rows: Vec<Vec<&str>> = frames
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect())
+            .collect();
+        assert_eq!(rows.len(), 6);
+        // frame,seed,camera,pieces,width,height,table_fen…,table
+        for (i, r) in rows.iter().enumerate() {
+            let first = &rows[i - i % 3];
+            assert_eq!(r.last(), Some(&(i / 3).to_string().as_str()));
+            assert_eq!(
+                r[1..4],
+                first[1..4],
+                "frame {i} keeps its table's seed, camera, set"
+            );
+            assert!(r[3].starts_with("staunton"), "{}", r[3]);
+        }
+        let fens: Vec<&str> = frames
+            .lines()
+            .skip(1)
+            .map(|l| l.split('"').nth(1).unwrap())
+            .collect();
+        assert_eq!(fens[0], START_TABLE);
+        assert_eq!(fens[3], START_TABLE);
+        assert_ne!(fens[1], START_TABLE);
+        assert_ne!(fens[1], fens[2]);
+        assert_ne!(rows[0][1], rows[3][1], "a new table, a new scene");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -38,7 +38,7 @@ impl Mesh {
 
     /// Orients every triangle so that its face normal agrees with its vertex normals, drops
     /// degenerate ones. Needed for strips and for OBJ files of unknown winding.
-    fn orient_triangles(&mut self) {
+    pub(super) fn orient_triangles(&mut self) {
         let (pos, nor) = (&self.positions, &self.normals);
         self.triangles.retain_mut(|t| {
             let [a, b, c] = t.map(|i| i as usize);
@@ -88,7 +88,7 @@ impl Mesh {
         }
     }
 
-    fn transform_linear(&mut self, m: &Mat3) {
+    pub(super) fn transform_linear(&mut self, m: &Mat3) {
         let nm = *m;
         for p in &mut self.positions {
             *p = m.apply(*p);
@@ -610,6 +610,15 @@ impl PieceSet {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         Self::finish(format!("obj-{name}"), meshes, textures, config)
+    }
+
+    /// A set from six meshes built in code (`PieceKind` order), normalised like a loaded one.
+    pub(super) fn from_meshes(
+        name: String,
+        meshes: Vec<Mesh>,
+        config: PieceSetConfig,
+    ) -> Result<PieceSet, SimError> {
+        Self::finish(name, meshes, None, config)
     }
 
     fn finish(

@@ -12,6 +12,7 @@ pub mod fen;
 pub mod game;
 pub mod math;
 pub mod mesh;
+pub mod pieces;
 mod raster;
 pub mod render;
 pub mod rng;
