@@ -36,6 +36,14 @@ def main():
                     help="validation session directories: scored every --val-every minutes, the best weights kept")
     ap.add_argument("--val-every", type=float, default=8.0)
     ap.add_argument("--init", help="start from these torch weights (same --width) instead of random")
+    ap.add_argument("--init-onnx", help="start from an exported squares.onnx (batch norm folded into the "
+                    "convolutions; implies --freeze-bn)")
+    ap.add_argument("--freeze-bn", action="store_true", help="keep batch-norm statistics and scales fixed")
+    ap.add_argument("--episodic", type=float, default=0.0,
+                    help="weight of the episodic loss: queries of a table classified by prototypes from "
+                         "that table's start position (needs data written with `sim dataset --episode K`)")
+    ap.add_argument("--tables", type=int, default=4, help="tables per episodic batch")
+    ap.add_argument("--queries", type=int, default=48, help="query crops per table and batch")
     ap.add_argument("--aug", type=float, default=1.0, help="augmentation strength")
     ap.add_argument("--eval", nargs="*", default=[], help="session directories to report on")
     args = ap.parse_args()
@@ -60,6 +68,15 @@ def main():
     if args.init:
         model.load_state_dict(torch.load(args.init, map_location="cpu"))
         print(f"initialised from {args.init}", flush=True)
+    if args.init_onnx:
+        load_folded_onnx(model, args.init_onnx)
+        args.freeze_bn = True
+        print(f"initialised from {args.init_onnx} (batch norm folded, frozen)", flush=True)
+    episodes = table_episodes(rows, labels, keep) if args.episodic > 0 else []
+    if args.episodic > 0:
+        print(f"episodic loss on {len(episodes)} tables", flush=True)
+        if not episodes:
+            raise SystemExit("--episodic needs data with a `table` column (sim dataset --episode K)")
     print(f"SquareNet width {args.width}: {sum(p.numel() for p in model.parameters())} params, "
           f"{macs(model, (3, 64, 48))} MACs/crop", flush=True)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=5e-4)
@@ -69,12 +86,16 @@ def main():
 
     def validate(step):
         r = val_squares(model, val)
+        if args.freeze_bn:
+            freeze_batch_norm(model)  # val_squares puts every module back into training mode
         print(f"val step {step}: plain {r[0]:.4f} 5-NN {r[1]:.4f}", flush=True)
         return r[1]
 
-    if val and args.init:
+    if val and (args.init or args.init_onnx):
         best = (validate(0), {k: v.clone() for k, v in model.state_dict().items()}, 0)
     model.train()
+    if args.freeze_bn:
+        freeze_batch_norm(model)
     t0 = time.time()
     next_val = args.val_every * 60
     step, run_loss, run_acc = 0, 0.0, 0.0
@@ -86,6 +107,8 @@ def main():
         # CosFace: subtract the margin from the true class's cosine (logits are scale * cos).
         marg = F.one_hot(yb, len(CLASSES)).float() * (args.margin * model.scale)
         loss = F.cross_entropy(logits - marg, yb, label_smoothing=0.05)
+        if episodes:
+            loss = loss + args.episodic * episodic_loss(model, x, labels, episodes, rng, args)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -118,6 +141,107 @@ def main():
         from eval_sessions import evaluate_squares
 
         evaluate_squares(args.out, args.eval)
+
+
+def freeze_batch_norm(model):
+    """Batch norm as a fixed affine map: running statistics used, scales and shifts not trained."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.eval()
+            for p in m.parameters():
+                p.requires_grad_(False)
+
+
+def load_folded_onnx(model, path):
+    """Copies an exported SquareNet's weights into `model`.
+
+    The export folds each batch norm into the convolution before it (weight and bias); the
+    convolution gets the folded weight and its batch norm becomes the identity plus that bias,
+    which is exact while the batch norm stays in eval mode (`freeze_batch_norm`)."""
+    import onnx
+    from onnx import numpy_helper
+
+    inits = {i.name: numpy_helper.to_array(i) for i in onnx.load(path).graph.initializer}
+    sd = model.state_dict()
+    for name in ("weight", "embed.weight", "embed.bias"):
+        sd[name] = torch.from_numpy(inits[name].copy())
+    folded = [inits[n] for n in inits if n.startswith("onnx::Conv_")]
+    convs = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.Conv2d)]
+    bns = [n for n, m in model.named_modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    if len(folded) != 2 * len(convs) or len(bns) != len(convs):
+        raise SystemExit(f"{path}: {len(folded)} folded tensors for {len(convs)} convolutions")
+    for k, ((cname, conv), bname) in enumerate(zip(convs, bns)):
+        w, b = folded[2 * k], folded[2 * k + 1]
+        if tuple(w.shape) != tuple(conv.weight.shape):
+            raise SystemExit(f"{path}: {cname} has shape {w.shape}, the net wants {tuple(conv.weight.shape)}")
+        bn = dict(model.named_modules())[bname]
+        sd[cname + ".weight"] = torch.from_numpy(w.copy())
+        sd[bname + ".weight"] = torch.ones_like(sd[bname + ".weight"])
+        sd[bname + ".bias"] = torch.from_numpy(b.copy())
+        sd[bname + ".running_mean"] = torch.zeros_like(sd[bname + ".running_mean"])
+        sd[bname + ".running_var"] = torch.full_like(sd[bname + ".running_var"], 1.0 - bn.eps)
+    model.load_state_dict(sd)
+
+
+def table_episodes(rows, labels, keep):
+    """Per table of episodic data: (support = its start-position crops, queries = its other
+    unoccluded crops), as index arrays into the patch array. A table whose start frame was
+    not written (refused crops) is left out."""
+    from common import read_csv
+
+    kept = np.zeros(len(rows), dtype=bool)
+    kept[keep] = True
+    frame_table, start_frames = {}, set()
+    for d in sorted({r["dir"] for r in rows}):
+        f = os.path.join(d, "frames.csv")
+        for r in read_csv(f) if os.path.isfile(f) else []:
+            if not r.get("table") or r.get("table_fen") is None:
+                continue  # a row still being written, or data without episodes
+            frame_table[(d, r["frame"])] = (d, int(r["table"]))
+            start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR"
+            if all(b.split("[")[0].strip() == start for b in r["table_fen"].split("|")):
+                start_frames.add((d, r["frame"]))
+    tables = {}
+    for i, r in enumerate(rows):
+        t = frame_table.get((r["dir"], r["frame"]))
+        if t is None or not kept[i]:
+            continue
+        sup, qry = tables.setdefault(t, ([], []))
+        (sup if (r["dir"], r["frame"]) in start_frames else qry).append(i)
+    out = []
+    for sup, qry in tables.values():
+        # A complete start position shows all 13 classes; anything else cannot adapt.
+        if qry and len(set(labels[sup].tolist())) == len(CLASSES):
+            out.append((np.array(sup), np.array(qry)))
+    return out
+
+
+def episodic_loss(model, x, labels, episodes, rng, args):
+    """Cross-entropy of query crops against class prototypes of their own table's start
+    position: what the run-time classifier does with a table it has never seen."""
+    picks = rng.choice(len(episodes), size=min(args.tables, len(episodes)), replace=False)
+    losses = []
+    for p in picks:
+        sup_all, qry = episodes[p]
+        # Up to four exemplars per class keep the batch small; every class keeps one at least.
+        sup = np.concatenate([
+            rng.permutation(sup_all[labels[sup_all] == c])[:4] for c in range(len(CLASSES))
+        ])
+        q = rng.choice(qry, size=min(args.queries, len(qry)), replace=False)
+        idx = np.concatenate([sup, q])
+        order = np.argsort(idx)
+        xb = augment(to_tensor(x[idx[order]]), strength=args.aug * 0.5)
+        inv = np.empty_like(order)
+        inv[order] = np.arange(len(order))
+        _, emb = model(xb)
+        emb = emb[torch.from_numpy(inv)]
+        es, eq = emb[: len(sup)], emb[len(sup):]
+        ys = torch.from_numpy(labels[sup])
+        protos = torch.zeros(len(CLASSES), es.shape[1]).index_add_(0, ys, es)
+        protos = F.normalize(protos, dim=1)
+        logits = model.scale * eq @ protos.t()
+        losses.append(F.cross_entropy(logits, torch.from_numpy(labels[q])))
+    return torch.stack(losses).mean()
 
 
 if __name__ == "__main__":
