@@ -810,6 +810,16 @@ pub fn export_training(
             "training export needs at least one piece set, camera preset and frame size".into(),
         ));
     }
+    for (name, share) in [
+        ("full_pockets", options.full_pockets),
+        ("staunton", options.staunton),
+    ] {
+        if !(0.0..=1.0).contains(&share) {
+            return Err(SimError::Config(format!(
+                "{name} is a share of the frames: {share} is not within 0..=1"
+            )));
+        }
+    }
     let sizes = &options.frame_sizes;
     create_dir(out)?;
     let open = |name: &str| -> Result<std::io::BufWriter<std::fs::File>, SimError> {
@@ -1365,6 +1375,12 @@ mod tests {
             ..TrainingOptions::default()
         };
         export_training(&[PieceSet::builtin()], &opts, &mut cut, &dir).unwrap();
+        let bad = TrainingOptions {
+            staunton: 1.5,
+            ..opts.clone()
+        };
+        let err = export_training(&[PieceSet::builtin()], &bad, &mut cut, &dir).unwrap_err();
+        assert!(err.to_string().contains("staunton"), "{err}");
         let frames = std::fs::read_to_string(dir.join("frames.csv")).unwrap();
         let rows: Vec<Vec<&str>> = frames
             .lines()
