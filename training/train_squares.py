@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Schedule, load_val_squares, val_squares, augment, export_onnx, load_patches, ort_median_ms, to_tensor  # noqa: E402
+from common import Schedule, load_val_squares, val_squares, augment, export_onnx, load_patches, ort_median_ms, read_csv, to_tensor  # noqa: E402
 from nets import CLASSES, SquareNet, macs  # noqa: E402
 
 
@@ -143,6 +143,9 @@ def main():
         evaluate_squares(args.out, args.eval)
 
 
+START_PLACEMENT = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR"
+
+
 def freeze_batch_norm(model):
     """Batch norm as a fixed affine map: running statistics used, scales and shifts not trained."""
     for m in model.modules():
@@ -167,14 +170,13 @@ def load_folded_onnx(model, path):
         sd[name] = torch.from_numpy(inits[name].copy())
     folded = [inits[n] for n in inits if n.startswith("onnx::Conv_")]
     convs = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.Conv2d)]
-    bns = [n for n, m in model.named_modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    bns = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.BatchNorm2d)]
     if len(folded) != 2 * len(convs) or len(bns) != len(convs):
         raise SystemExit(f"{path}: {len(folded)} folded tensors for {len(convs)} convolutions")
-    for k, ((cname, conv), bname) in enumerate(zip(convs, bns)):
+    for k, ((cname, conv), (bname, bn)) in enumerate(zip(convs, bns)):
         w, b = folded[2 * k], folded[2 * k + 1]
         if tuple(w.shape) != tuple(conv.weight.shape):
             raise SystemExit(f"{path}: {cname} has shape {w.shape}, the net wants {tuple(conv.weight.shape)}")
-        bn = dict(model.named_modules())[bname]
         sd[cname + ".weight"] = torch.from_numpy(w.copy())
         sd[bname + ".weight"] = torch.ones_like(sd[bname + ".weight"])
         sd[bname + ".bias"] = torch.from_numpy(b.copy())
@@ -187,8 +189,6 @@ def table_episodes(rows, labels, keep):
     """Per table of episodic data: (support = its start-position crops, queries = its other
     unoccluded crops), as index arrays into the patch array. A table whose start frame was
     not written (refused crops) is left out."""
-    from common import read_csv
-
     kept = np.zeros(len(rows), dtype=bool)
     kept[keep] = True
     frame_table, start_frames = {}, set()
@@ -198,8 +198,7 @@ def table_episodes(rows, labels, keep):
             if not r.get("table") or r.get("table_fen") is None:
                 continue  # a row still being written, or data without episodes
             frame_table[(d, r["frame"])] = (d, int(r["table"]))
-            start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR"
-            if all(b.split("[")[0].strip() == start for b in r["table_fen"].split("|")):
+            if all(b.split("[")[0].strip() == START_PLACEMENT for b in r["table_fen"].split("|")):
                 start_frames.add((d, r["frame"]))
     tables = {}
     for i, r in enumerate(rows):
@@ -228,13 +227,8 @@ def episodic_loss(model, x, labels, episodes, rng, args):
             rng.permutation(sup_all[labels[sup_all] == c])[:4] for c in range(len(CLASSES))
         ])
         q = rng.choice(qry, size=min(args.queries, len(qry)), replace=False)
-        idx = np.concatenate([sup, q])
-        order = np.argsort(idx)
-        xb = augment(to_tensor(x[idx[order]]), strength=args.aug * 0.5)
-        inv = np.empty_like(order)
-        inv[order] = np.arange(len(order))
+        xb = augment(to_tensor(x[np.concatenate([sup, q])]), strength=args.aug * 0.5)
         _, emb = model(xb)
-        emb = emb[torch.from_numpy(inv)]
         es, eq = emb[: len(sup)], emb[len(sup):]
         ys = torch.from_numpy(labels[sup])
         protos = torch.zeros(len(CLASSES), es.shape[1]).index_add_(0, ys, es)
