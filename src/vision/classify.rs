@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::gate::ChangeGate;
 use super::model::{ModelError, ModelOptions, OnnxModel, Output};
 use super::rectify::Crops;
 use crate::engine::{Position, Square};
@@ -168,6 +169,15 @@ pub struct ClassifierConfig {
     /// augmentation: twice the network time, +1.2 points per square on the validation pose;
     /// `docs/vision-classifier.md`).
     pub mirror: bool,
+    /// Reuse the network's outputs for a square whose patch has not changed since the network
+    /// last saw it: no block mean of `gate_block`² pixels moved by more than this many grey
+    /// levels ([`super::gate`]). 0 runs the network on all 128 squares every frame.
+    pub gate_threshold: f32,
+    /// Block size in pixels for [`ClassifierConfig::gate_threshold`].
+    pub gate_block: u32,
+    /// With the gate on, a square's kept outputs are refreshed after this many frames even if
+    /// its patch did not change (staggered over the squares; 0 = never).
+    pub gate_refresh_frames: u32,
 }
 
 impl Default for ClassifierConfig {
@@ -182,6 +192,9 @@ impl Default for ClassifierConfig {
             bank_per_class: 64,
             fit_mixture: false,
             mirror: true,
+            gate_threshold: 4.0,
+            gate_block: 16,
+            gate_refresh_frames: 25,
         }
     }
 }
@@ -204,6 +217,12 @@ impl ClassifierConfig {
         }
         if self.threads == 0 || self.threads > 64 {
             return bad("threads must be 1..=64");
+        }
+        if !(self.gate_threshold.is_finite() && self.gate_threshold >= 0.0) {
+            return bad("gate_threshold must be a number of grey levels >= 0 (0 = off)");
+        }
+        if self.gate_block == 0 || self.gate_block > 64 {
+            return bad("gate_block must be 1..=64 pixels");
         }
         Ok(())
     }
@@ -456,9 +475,18 @@ pub struct SquareClassifier {
     dim: usize,
     bank: Bank,
     input: Vec<f32>,
+    /// Logits and embeddings of the last classified batch, one row per patch (for a frame,
+    /// rows of unchanged squares are kept from earlier frames; see `gate`).
     outputs: [Output; 2],
     /// Softmax of the network alone for the last classified batch.
     network: Vec<[f32; SquareClass::COUNT]>,
+    /// Which of a frame's 128 patches the network must see again.
+    gate: ChangeGate,
+    /// Scratch: indices the gate reported, their patches, the network's rows for them.
+    changed: Vec<usize>,
+    gathered: Vec<u8>,
+    partial: [Output; 2],
+    network_rows: usize,
 }
 
 impl SquareClassifier {
@@ -528,6 +556,17 @@ impl SquareClassifier {
             input: Vec::new(),
             outputs: Default::default(),
             network: Vec::new(),
+            gate: ChangeGate::new(
+                input[3] as u32,
+                input[2] as u32,
+                config.gate_block,
+                config.gate_threshold,
+                config.gate_refresh_frames,
+            ),
+            changed: Vec::new(),
+            gathered: Vec::new(),
+            partial: Default::default(),
+            network_rows: 0,
         };
         if classifier.dim == 0 {
             // Exporters often leave D symbolic: one probe run on a blank patch tells it.
@@ -613,8 +652,15 @@ impl SquareClassifier {
         (self.patch_w * self.patch_h * 3) as usize
     }
 
-    /// One forward pass over `n` patches; leaves logits and embeddings in `self.outputs`.
+    /// One forward pass over `n` patches; leaves logits and embeddings in `self.outputs` (which
+    /// then no longer hold a frame the gate could reuse).
     fn forward(&mut self, patches: &[u8], n: usize) -> Result<(), VisionModelError> {
+        self.gate.clear();
+        self.infer(patches, n, false)
+    }
+
+    /// One forward pass over `n` patches into `self.partial` (`partial`) or `self.outputs`.
+    fn infer(&mut self, patches: &[u8], n: usize, partial: bool) -> Result<(), VisionModelError> {
         let want_bytes = n * self.patch_bytes();
         if patches.len() != want_bytes || n == 0 {
             return Err(VisionModelError::CropCount {
@@ -634,16 +680,17 @@ impl SquareClassifier {
             n
         };
         let shape = [rows as i64, 3, h as i64, w as i64];
-        self.model.run_named(
-            &shape,
-            &self.input,
-            &["logits", "embedding"],
-            &mut self.outputs,
-        )?;
+        let outputs = if partial {
+            &mut self.partial
+        } else {
+            &mut self.outputs
+        };
+        self.model
+            .run_named(&shape, &self.input, &["logits", "embedding"], outputs)?;
         if rows != n {
-            fold_mirrored(&mut self.outputs, n);
+            fold_mirrored(outputs, n);
         }
-        let [logits, embedding] = &self.outputs;
+        let [logits, embedding] = &*outputs;
         if logits.shape != [n as i64, SquareClass::COUNT as i64] {
             return Err(VisionModelError::OutputShape {
                 name: "logits",
@@ -662,7 +709,9 @@ impl SquareClassifier {
     }
 
     /// Classifies both boards' 128 square patches in one call into `out` (128 probability
-    /// vectors, board A's squares by `rank * 8 + file`, then board B's).
+    /// vectors, board A's squares by `rank * 8 + file`, then board B's). With
+    /// [`ClassifierConfig::gate_threshold`] > 0 the network sees only the patches that changed
+    /// since it last saw them; the adaptation bank is applied to all 128 every time.
     pub fn classify(
         &mut self,
         crops: &Crops,
@@ -677,7 +726,63 @@ impl SquareClassifier {
                 got_bytes: crops.squares.len(),
             });
         }
-        self.classify_patches(&crops.squares, n, out)
+        if self.config.gate_threshold <= 0.0 {
+            self.network_rows = n;
+            return self.classify_patches(&crops.squares, n, out);
+        }
+        let mut changed = std::mem::take(&mut self.changed);
+        self.gate.changed(&crops.squares, &mut changed);
+        let result = self.classify_changed(&crops.squares, n, &changed);
+        self.network_rows = changed.len();
+        self.changed = changed;
+        result?;
+        self.combine(n, out);
+        Ok(())
+    }
+
+    /// Runs the network on the `changed` patches of a frame of `n` and updates their rows of
+    /// `self.outputs` and the gate's reference (all rows when the gate has none).
+    fn classify_changed(
+        &mut self,
+        patches: &[u8],
+        n: usize,
+        changed: &[usize],
+    ) -> Result<(), VisionModelError> {
+        if changed.is_empty() {
+            return Ok(());
+        }
+        if changed.len() == n {
+            self.forward(patches, n)?;
+            self.gate.remember(patches, changed);
+            return Ok(());
+        }
+        let pb = self.patch_bytes();
+        let mut gathered = std::mem::take(&mut self.gathered);
+        gathered.clear();
+        for &i in changed {
+            gathered.extend_from_slice(&patches[i * pb..(i + 1) * pb]);
+        }
+        let result = self.infer(&gathered, changed.len(), true);
+        self.gathered = gathered;
+        if let Err(e) = result {
+            self.gate.clear();
+            return Err(e);
+        }
+        for (k, out) in self.outputs.iter_mut().enumerate() {
+            let d = if k == 0 { SquareClass::COUNT } else { self.dim };
+            let rows = &self.partial[k].data;
+            for (j, &i) in changed.iter().enumerate() {
+                out.data[i * d..(i + 1) * d].copy_from_slice(&rows[j * d..(j + 1) * d]);
+            }
+        }
+        self.gate.remember(patches, changed);
+        Ok(())
+    }
+
+    /// How many patches the network ran on in the last [`SquareClassifier::classify`] (128
+    /// without the gate or when everything changed; 0 when nothing did).
+    pub fn last_network_rows(&self) -> usize {
+        self.network_rows
     }
 
     /// Classifies `n` patches of the model's size (RGB, row-major) in one call.
@@ -1026,6 +1131,14 @@ mod tests {
                 bank_per_class: 0,
                 ..Default::default()
             },
+            ClassifierConfig {
+                gate_threshold: f32::NAN,
+                ..Default::default()
+            },
+            ClassifierConfig {
+                gate_block: 0,
+                ..Default::default()
+            },
         ] {
             assert!(bad.validate().is_err(), "{bad:?}");
         }
@@ -1130,6 +1243,68 @@ mod tests {
         let mut want = [0.0; 13];
         softmax_into(&logits, &mut want);
         assert!((out[3][0] - want[0]).abs() < 1e-5);
+    }
+
+    #[test]
+    fn the_gate_runs_the_network_only_on_changed_squares_and_matches_a_full_run() {
+        let colours: Vec<[u8; 3]> = (0..128u32)
+            .map(|i| [(i * 2) as u8, (255 - i) as u8, (i * 37 % 256) as u8])
+            .collect();
+        let mut crops = crops_of(&colours);
+        // No refreshes: this test counts exactly which rows change.
+        let mut gated = SquareClassifier::from_path(
+            &fixture(),
+            &ClassifierConfig {
+                gate_refresh_frames: 0,
+                ..ClassifierConfig::default()
+            },
+        )
+        .unwrap();
+        let mut full = SquareClassifier::from_path(
+            &fixture(),
+            &ClassifierConfig {
+                gate_threshold: 0.0,
+                ..ClassifierConfig::default()
+            },
+        )
+        .unwrap();
+        let (mut g, mut f) = (Vec::new(), Vec::new());
+        gated.classify(&crops, &mut g).unwrap();
+        assert_eq!(gated.last_network_rows(), 128, "no reference yet");
+        gated.classify(&crops, &mut g).unwrap();
+        assert_eq!(gated.last_network_rows(), 0, "nothing changed");
+        // A piece arrives on two squares: only those two go through the network, and every
+        // output (probabilities and the embeddings adaptation banks) equals a full run.
+        let pb = 48 * 64 * 3;
+        for (i, c) in [(5usize, [250u8, 10, 10]), (77, [10, 10, 250])] {
+            for px in crops.squares[i * pb..(i + 1) * pb].chunks_exact_mut(3) {
+                px.copy_from_slice(&c);
+            }
+        }
+        gated.classify(&crops, &mut g).unwrap();
+        assert_eq!(gated.last_network_rows(), 2);
+        full.classify(&crops, &mut f).unwrap();
+        assert_eq!(full.last_network_rows(), 128);
+        assert_eq!(g, f);
+        assert_eq!(gated.last_embeddings(), full.last_embeddings());
+        assert_eq!(argmax(&g[5]), 0);
+        assert_eq!(argmax(&g[77]), 2);
+        // Two grey levels of drift everywhere is under the threshold: the outputs are kept.
+        let before = g.clone();
+        let drifted = Crops {
+            squares: crops.squares.iter().map(|v| v.saturating_add(2)).collect(),
+            ..crops.clone()
+        };
+        gated.classify(&drifted, &mut g).unwrap();
+        assert_eq!(gated.last_network_rows(), 0);
+        assert_eq!(g, before);
+        // Another batch through the network invalidates the frame it remembered.
+        gated
+            .classify_patches(&solid_patches(&[[1, 2, 3]]), 1, &mut g)
+            .unwrap();
+        gated.classify(&crops, &mut g).unwrap();
+        assert_eq!(gated.last_network_rows(), 128);
+        assert_eq!(g, f);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! [`calibration`] finds both boards, a1, board A and the pockets in one frame (see
 //! `docs/vision-calibration.md`), [`rectify`] cuts per-square and pocket crops with sampling
 //! maps precomputed once per calibration, [`overlay`] draws a calibration for a person to
-//! check, [`occlusion`] says which squares a nearer piece may hide, and [`model`] wraps ONNX
+//! check, [`occlusion`] says which squares a nearer piece may hide, [`gate`] says which square
+//! patches changed since the network saw them, and [`model`] wraps ONNX
 //! inference. [`classify`] turns the 128 square patches into
 //! class probabilities (adapted to the table's piece set), [`pockets`] counts the pocket zones,
 //! and [`reader`] composes all of it into one call per frame.
@@ -12,6 +13,7 @@ pub mod calibration;
 pub mod classify;
 pub mod detect;
 pub mod evaluate;
+pub mod gate;
 pub mod geometry;
 pub mod model;
 pub mod motion;

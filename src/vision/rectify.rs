@@ -23,6 +23,9 @@ pub struct RectifyConfig {
     pub piece_height: f64,
     pub pocket_w: u32,
     pub pocket_h: u32,
+    /// Threads cutting the square patches (the two boards' halves in parallel when 2; the
+    /// network runs after, so the cores are free then).
+    pub threads: usize,
 }
 
 impl Default for RectifyConfig {
@@ -33,6 +36,7 @@ impl Default for RectifyConfig {
             piece_height: 1.2,
             pocket_w: 96,
             pocket_h: 128,
+            threads: 2,
         }
     }
 }
@@ -181,9 +185,11 @@ impl Rectifier {
             || config.pocket_w > 2048
             || config.pocket_h > 2048
             || !(0.0..=10.0).contains(&config.piece_height)
+            || !(1..=8).contains(&config.threads)
         {
             return Err(CalibrationError::Invalid(
-                "rectify: patch sizes must be 1..=1024 (pockets 1..=2048), piece_height 0..=10"
+                "rectify: patch sizes must be 1..=1024 (pockets 1..=2048), piece_height 0..=10, \
+                 threads 1..=8"
                     .into(),
             ));
         }
@@ -249,7 +255,26 @@ impl Rectifier {
         crops.pockets.resize(self.pockets.len() * 3, 0);
         let src = frame.as_raw();
         let stride = self.width as usize * 3;
-        run_taps(&self.squares, src, stride, &mut crops.squares);
+        let parts = c.threads.clamp(1, 8);
+        if parts == 1 {
+            run_taps(&self.squares, src, stride, &mut crops.squares);
+        } else {
+            // Equal runs of whole taps; the last part runs on this thread.
+            let per = self.squares.len().div_ceil(parts);
+            std::thread::scope(|s| {
+                let mut jobs = self
+                    .squares
+                    .chunks(per)
+                    .zip(crops.squares.chunks_mut(per * 3));
+                let last = jobs.next_back();
+                for (taps, out) in jobs {
+                    s.spawn(move || run_taps(taps, src, stride, out));
+                }
+                if let Some((taps, out)) = last {
+                    run_taps(taps, src, stride, out);
+                }
+            });
+        }
         run_taps(&self.pockets, src, stride, &mut crops.pockets);
         Ok(())
     }
@@ -275,11 +300,8 @@ mod tests {
     use crate::vision::calibration::CalibrationConfig;
     use image::Rgb;
 
-    #[test]
-    fn patches_show_their_own_square_and_what_stands_above_it() {
-        // A synthetic top-down board: square (f, r) is painted with a colour encoding its
-        // index, everything else black; board A left, board B right.
-        let (w, h) = (400u32, 200u32);
+    /// Two top-down boards in a 400×200 frame: A at x 20..180, B at x 220..380, y 20..180.
+    fn side_by_side() -> Calibration {
         let corners = |x0: f64| -> [Point; 4] {
             [
                 [x0, 180.0],
@@ -288,14 +310,55 @@ mod tests {
                 [x0, 20.0],
             ]
         };
-        let cal = Calibration::manual(
+        Calibration::manual(
             "t",
-            (w, h),
+            (400, 200),
             [corners(20.0), corners(220.0)],
             None,
             &CalibrationConfig::default(),
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn cutting_on_several_threads_gives_the_same_bytes() {
+        let (w, h) = (400u32, 200u32);
+        let cal = side_by_side();
+        let img = RgbImage::from_fn(w, h, |x, y| {
+            Rgb([(x * 7 + y) as u8, (x ^ y) as u8, (x * y / 3) as u8])
+        });
+        let cut = |threads: usize| {
+            let config = RectifyConfig {
+                threads,
+                ..RectifyConfig::default()
+            };
+            Rectifier::new(&cal, &config)
+                .unwrap()
+                .rectify(&img)
+                .unwrap()
+        };
+        let one = cut(1);
+        assert!(one.squares.iter().any(|&v| v != 0));
+        for threads in [2, 3, 8] {
+            let many = cut(threads);
+            assert!(one.squares == many.squares, "{threads} threads");
+            assert!(one.pockets == many.pockets, "{threads} threads");
+        }
+        for threads in [0, 9] {
+            let config = RectifyConfig {
+                threads,
+                ..RectifyConfig::default()
+            };
+            assert!(Rectifier::new(&cal, &config).is_err(), "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn patches_show_their_own_square_and_what_stands_above_it() {
+        // A synthetic top-down board: square (f, r) is painted with a colour encoding its
+        // index, everything else black; board A left, board B right.
+        let (w, h) = (400u32, 200u32);
+        let cal = side_by_side();
         let mut img = RgbImage::new(w, h);
         for (b, x0) in [(0u8, 20.0), (1u8, 220.0)] {
             for y in 20..180 {
