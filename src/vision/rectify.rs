@@ -259,21 +259,29 @@ impl Rectifier {
         if parts == 1 {
             run_taps(&self.squares, src, stride, &mut crops.squares);
         } else {
-            // Equal runs of whole taps; the last part runs on this thread.
+            // Equal runs of whole taps; the last part runs on this thread. If the system
+            // refuses a thread, everything is cut again on this one (no panic, same bytes).
             let per = self.squares.len().div_ceil(parts);
-            std::thread::scope(|s| {
+            let all_spawned = std::thread::scope(|s| {
                 let mut jobs = self
                     .squares
                     .chunks(per)
                     .zip(crops.squares.chunks_mut(per * 3));
                 let last = jobs.next_back();
+                let mut ok = true;
                 for (taps, out) in jobs {
-                    s.spawn(move || run_taps(taps, src, stride, out));
+                    ok &= std::thread::Builder::new()
+                        .spawn_scoped(s, move || run_taps(taps, src, stride, out))
+                        .is_ok();
                 }
                 if let Some((taps, out)) = last {
                     run_taps(taps, src, stride, out);
                 }
+                ok
             });
+            if !all_spawned {
+                run_taps(&self.squares, src, stride, &mut crops.squares);
+            }
         }
         run_taps(&self.pockets, src, stride, &mut crops.pockets);
         Ok(())
