@@ -1251,23 +1251,16 @@ mod tests {
             .map(|i| [(i * 2) as u8, (255 - i) as u8, (i * 37 % 256) as u8])
             .collect();
         let mut crops = crops_of(&colours);
+        let load = |config| SquareClassifier::from_path(&fixture(), &config).unwrap();
         // No refreshes: this test counts exactly which rows change.
-        let mut gated = SquareClassifier::from_path(
-            &fixture(),
-            &ClassifierConfig {
-                gate_refresh_frames: 0,
-                ..ClassifierConfig::default()
-            },
-        )
-        .unwrap();
-        let mut full = SquareClassifier::from_path(
-            &fixture(),
-            &ClassifierConfig {
-                gate_threshold: 0.0,
-                ..ClassifierConfig::default()
-            },
-        )
-        .unwrap();
+        let mut gated = load(ClassifierConfig {
+            gate_refresh_frames: 0,
+            ..ClassifierConfig::default()
+        });
+        let mut full = load(ClassifierConfig {
+            gate_threshold: 0.0,
+            ..ClassifierConfig::default()
+        });
         let (mut g, mut f) = (Vec::new(), Vec::new());
         gated.classify(&crops, &mut g).unwrap();
         assert_eq!(gated.last_network_rows(), 128, "no reference yet");
