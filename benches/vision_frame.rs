@@ -93,6 +93,10 @@ fn bench(c: &mut Criterion) {
             changed.len()
         })
     });
+    // The tracker's "unchanged since confirmed" test needs every square's look (block means).
+    c.bench_function("vision_looks_128", |b| {
+        b.iter(|| (crops.looks(0), crops.looks(1)))
+    });
     let mut pockets = PocketReader::load(&PocketConfig::default()).expect("pocket model loads");
     c.bench_function("vision_pockets_4", |b| {
         b.iter(|| pockets.read(&crops).expect("valid crops"))

@@ -9,7 +9,7 @@
 
 use crate::engine::{BoardId, Color, Move, Position, Role, Square, Table, Variant};
 
-use super::{Observation, PocketReading, SquareClass, SquareEvidence, TrackerConfig};
+use super::{Observation, PocketReading, SquareClass, SquareEvidence, SquareLook, TrackerConfig};
 
 /// Per-square log-probabilities of one (or the mean of several) observations.
 #[derive(Debug, Clone)]
@@ -17,6 +17,10 @@ pub struct LogLik {
     ll: [[f32; SquareClass::COUNT]; 64],
     /// The largest log-probability per square (the unconstrained argmax).
     top: [f32; 64],
+    /// What the squares looked like in the (latest) observation these come from, if known.
+    looks: Option<std::sync::Arc<[SquareLook; 64]>>,
+    /// Squares where a piece of some role would be hidden behind a nearer one (bit per square).
+    hidden: u64,
 }
 
 impl LogLik {
@@ -44,7 +48,36 @@ impl LogLik {
                 }
             }
         }
-        LogLik::from_logs(ll)
+        LogLik::from_logs(ll).with_view(obs)
+    }
+
+    /// Takes the looks and hidden squares of `obs` (the latest observation of a run).
+    pub fn with_view(mut self, obs: &Observation) -> LogLik {
+        self.looks = obs.looks.clone();
+        self.hidden = Square::all()
+            .filter(|sq| obs.hidden[sq.index()] != 0)
+            .fold(0, |m, sq| m | 1 << sq.index());
+        self
+    }
+
+    /// What `sq` looked like, unless unknown or hidden behind a nearer piece (its patch then
+    /// shows that piece whatever stands on `sq`).
+    pub fn look(&self, sq: Square) -> Option<&SquareLook> {
+        if self.hidden & (1 << sq.index()) != 0 {
+            return None;
+        }
+        self.looks.as_ref().map(|l| &l[sq.index()])
+    }
+
+    /// Every class of `sq` but `class` loses `nats`: the square is known to still hold `class`.
+    pub fn anchor(&mut self, sq: Square, class: SquareClass, nats: f32) {
+        let v = &mut self.ll[sq.index()];
+        for (c, x) in v.iter_mut().enumerate() {
+            if c != class.index() {
+                *x -= nats;
+            }
+        }
+        self.top[sq.index()] = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     }
 
     /// From summed log-probabilities over `n` observations (their mean is used).
@@ -55,7 +88,12 @@ impl LogLik {
 
     fn from_logs(ll: [[f32; SquareClass::COUNT]; 64]) -> LogLik {
         let top = std::array::from_fn(|i| ll[i].iter().copied().fold(f32::NEG_INFINITY, f32::max));
-        LogLik { ll, top }
+        LogLik {
+            ll,
+            top,
+            looks: None,
+            hidden: 0,
+        }
     }
 
     /// Makes a square uninformative (all classes equally likely): used for squares known to be

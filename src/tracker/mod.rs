@@ -13,6 +13,7 @@
 
 pub mod decode;
 pub mod eval;
+mod look;
 mod pockets;
 mod rng;
 pub mod simulate;
@@ -154,6 +155,15 @@ impl PocketReading {
     }
 }
 
+/// Blocks per side of a [`SquareLook`] (the patch is cut into `LOOK_GRID × LOOK_GRID` blocks).
+pub const LOOK_GRID: usize = 4;
+
+/// What one square's patch looked like, coarsely: the mean RGB of each block of a
+/// [`LOOK_GRID`]² grid over the patch (row-major). Block means average sensor noise away while a
+/// piece arriving, leaving or being replaced moves many of them by tens of levels, so two looks
+/// of a square tell whether anything there changed, whatever the classifier makes of it.
+pub type SquareLook = [[u8; 3]; LOOK_GRID * LOOK_GRID];
+
 /// One reading of one board at `ts` (ms). Invariant (checked by [`Observation::new`]): 64 squares
 /// (a1 = 0 … h8 = 63), each a finite non-negative vector over [`SquareClass`] in index order;
 /// `motion` in `[0, 1]`.
@@ -171,6 +181,10 @@ pub struct Observation {
     /// those roles from an empty square (see [`TrackerConfig::hidden_empty_nats`]); set by the
     /// watcher from the calibration and the tracked position (`vision::OcclusionMap`).
     pub hidden: [u8; 64],
+    /// Per square, what its patch looked like (None when the reader has no patches, e.g. the
+    /// simulator's truth). Lets the tracker see that a square has not changed since it last
+    /// confirmed it ([`TrackerConfig::unchanged_look_nats`]).
+    pub looks: Option<std::sync::Arc<[SquareLook; 64]>>,
 }
 
 /// Why an observation was refused.
@@ -217,6 +231,7 @@ impl Observation {
             motion,
             pockets,
             hidden: [0; 64],
+            looks: None,
         })
     }
 
@@ -233,6 +248,7 @@ impl Observation {
             motion: motion.clamp(0.0, 1.0),
             pockets: None,
             hidden: [0; 64],
+            looks: None,
         }
     }
 
@@ -289,6 +305,14 @@ pub struct TrackerConfig {
     /// reading a pawn; a pawn "dropped" there is only the queen's body). A large value
     /// switches it off.
     pub hidden_empty_nats: f32,
+    /// A square whose patch looks as it did when the tracker last confirmed it (every block
+    /// mean within [`TrackerConfig::unchanged_look_levels`] after the board's overall gain is
+    /// taken out) holds what it held then: every other class loses this many nats, so a
+    /// persistent misread there cannot become or block a move. 0 switches it off.
+    pub unchanged_look_nats: f32,
+    /// Largest block-mean difference (grey levels) of a square's look that still counts as
+    /// unchanged.
+    pub unchanged_look_levels: f32,
     /// Log prior of one legal move (no change is 0).
     pub prior_move: f32,
     /// Log prior added for each further legal move explained by the same observation (fast
@@ -362,6 +386,8 @@ impl Default for TrackerConfig {
             confident_probability: 0.6,
             probability_floor: 1e-6,
             hidden_empty_nats: 1.0,
+            unchanged_look_nats: 4.0,
+            unchanged_look_levels: 6.0,
             prior_move: -1.0,
             prior_extra_move: -2.0,
             prior_illegal: -8.0,
@@ -417,6 +443,12 @@ impl TrackerConfig {
         }
         if self.hidden_empty_nats.is_nan() || self.hidden_empty_nats < 0.0 {
             return bad("hidden_empty_nats must be non-negative");
+        }
+        if !(self.unchanged_look_nats.is_finite() && self.unchanged_look_nats >= 0.0) {
+            return bad("unchanged_look_nats must be a non-negative number (0 = off)");
+        }
+        if !(self.unchanged_look_levels.is_finite() && self.unchanged_look_levels > 0.0) {
+            return bad("unchanged_look_levels must be a positive number of grey levels");
         }
         if self.commit_margin < 0.0
             || self.commit_margin_none < 0.0

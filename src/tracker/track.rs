@@ -9,6 +9,7 @@ use crate::rules::{
 use super::decode::{
     Decoded, Decoder, Evidence, HypothesisKind, LogLik, order_by_change_times, order_by_views,
 };
+use super::look::LookRefs;
 
 /// Probability a square's top class needs before a change of it is believed (change times).
 const CHANGE_CONFIDENCE: f32 = 0.9;
@@ -103,6 +104,8 @@ struct BoardTrack {
     /// The decision under way is tentative (a single calm or the least-moving observation after
     /// a press, not a stable run): it may commit a move that explains every square, nothing else.
     tentative: bool,
+    /// What each square looked like when last confirmed (see `super::look`).
+    looks: LookRefs,
 }
 
 /// The observations after a clock press on one board (see [`TrackerConfig::stall_window_ms`]).
@@ -132,6 +135,7 @@ impl BoardTrack {
             window: None,
             press_views: std::collections::VecDeque::new(),
             tentative: false,
+            looks: LookRefs::default(),
             open_since: None,
             prev: None,
             run: 0,
@@ -174,6 +178,14 @@ pub struct Decision {
     pub committed: bool,
     /// Squares the best hypothesis leaves unexplained.
     pub unexplained: Vec<SquareEvidence>,
+}
+
+/// The squares named in `evidence`.
+fn squares_of(evidence: &[SquareEvidence]) -> Vec<Square> {
+    evidence
+        .iter()
+        .filter_map(|e| e.square.parse().ok())
+        .collect()
 }
 
 /// Tracks one table: turns observations of both boards (and optional clock presses) into moves
@@ -540,7 +552,7 @@ impl Tracker {
             events.extend(self.press_window(obs, true, false));
             return events;
         }
-        let mut mean = LogLik::from_sum(&bt.sum, bt.run);
+        let mut mean = LogLik::from_sum(&bt.sum, bt.run).with_view(obs);
         self.flatten_suspects(b, &mut mean);
         let bt = &mut self.boards[b.index()];
         bt.stable = Some(mean);
@@ -595,9 +607,13 @@ impl Tracker {
     /// Decodes board `b` from its current stable reading and acts on the result.
     fn decide(&mut self, b: BoardId, may_wait_for_other: bool) -> Vec<Event> {
         let mut events = Vec::new();
-        let Some(ll) = self.boards[b.index()].stable.clone() else {
+        let Some(mut ll) = self.boards[b.index()].stable.clone() else {
             return events;
         };
+        // Squares that look as they did when last confirmed hold what they held then.
+        self.boards[b.index()]
+            .looks
+            .anchor(&mut ll, self.referee.table().board(b), &self.cfg);
         // Keep the two boards in playing order: a change on the other board that ended earlier
         // and is ready to be decided goes first (a capture before its drop, a move before the
         // mate that ends the match).
@@ -747,6 +763,10 @@ impl Tracker {
             bt.undecided_since = None;
             if self.referee.table().to_fen() == before {
                 bt.refused = Some(fp);
+            } else {
+                let unexplained = squares_of(&decoded.disagreeing);
+                bt.looks
+                    .confirm(&ll, self.referee.table().board(b), &unexplained);
             }
             if decoded.disagreeing.is_empty() {
                 bt.open = false;
@@ -773,6 +793,9 @@ impl Tracker {
                 bt.presses = 0;
                 bt.press_views.clear();
             }
+            let unexplained = squares_of(&decoded.disagreeing);
+            bt.looks
+                .confirm(&ll, self.referee.table().board(b), &unexplained);
             self.explained(b, ts, &mut events);
             let _ = self.note_suspects(b);
             return events;
@@ -964,6 +987,7 @@ mod tests {
     use super::*;
     use crate::engine::Position;
     use crate::rules::Event;
+    use crate::tracker::SquareLook;
 
     fn tracker(rules: RuleSet, fen: Option<&str>) -> Tracker {
         Tracker::new("t", 1, rules, fen, TrackerConfig::default()).unwrap()
@@ -1138,6 +1162,54 @@ mod tests {
         let end = play(&start, &["a1a5"]);
         ev.extend(feed(&mut t, BoardId::A, &end, 4, 0.0, &mut ts));
         assert_eq!(moves(&ev), ["a1a5"]);
+    }
+
+    /// Plays `ucis` on board A of a tracker without a clock, one move after the other (hand
+    /// frames, then calm frames), the squares each move changes looking different afterwards;
+    /// the last move's knight reads as well on f3 as on h3. Returns the committed moves.
+    fn knight_between_f3_and_h3(with_looks: bool) -> Vec<String> {
+        use crate::tracker::LOOK_GRID;
+        let mut t = tracker(RuleSet::fics(), None);
+        let mut ts = 0;
+        // Every square its own grey; a square a move changes gets brighter.
+        let mut looks: [SquareLook; 64] =
+            std::array::from_fn(|i| [[40 + i as u8 * 2; 3]; LOOK_GRID * LOOK_GRID]);
+        let mut pos = t.table().board(BoardId::A).clone();
+        let mut ev = Vec::new();
+        for (k, uci) in ["e2e4", "e7e5", "g1f3"].iter().enumerate() {
+            ev.extend(feed(&mut t, BoardId::A, &pos, 3, 1.0, &mut ts));
+            let after = play(&pos, &[uci]);
+            for sq in Square::all() {
+                if SquareClass::on(&pos, sq) != SquareClass::on(&after, sq) {
+                    looks[sq.index()] = looks[sq.index()].map(|b| b.map(|v| v + 60));
+                }
+            }
+            let last = k == 2;
+            for _ in 0..4 {
+                let mut o = Observation::exact(BoardId::A, ts, &after, 0.0);
+                if last {
+                    let mut v = [0.0; SquareClass::COUNT];
+                    v[SquareClass::WhiteKnight.index()] = 0.5;
+                    v[SquareClass::Empty.index()] = 0.5;
+                    o.set_square("f3".parse().unwrap(), v).unwrap();
+                    o.set_square("h3".parse().unwrap(), v).unwrap();
+                }
+                if with_looks {
+                    o.looks = Some(std::sync::Arc::new(looks));
+                }
+                ev.extend(t.observe(&o));
+                ts += 100;
+            }
+            pos = after;
+        }
+        moves(&ev)
+    }
+
+    #[test]
+    fn a_square_that_looks_unchanged_keeps_its_piece_so_the_knight_went_where_pixels_changed() {
+        assert_eq!(knight_between_f3_and_h3(true), ["e2e4", "e7e5", "g1f3"]);
+        // Without looks, f3 and h3 explain the view equally well: nothing is committed (yet).
+        assert_eq!(knight_between_f3_and_h3(false), ["e2e4", "e7e5"]);
     }
 
     #[test]

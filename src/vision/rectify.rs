@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::calibration::{Calibration, CalibrationError};
 use super::geometry::{Homography, Point};
+use crate::tracker::{LOOK_GRID, SquareLook};
 
 /// Patch sizes and the upward extension: TOML via serde with defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -78,6 +79,38 @@ pub struct Crops {
 }
 
 impl Crops {
+    /// The look of every square patch of `board` (0 = A): block means over a
+    /// [`LOOK_GRID`]² grid (see [`SquareLook`]). None while the patches are not cut yet.
+    pub fn looks(&self, board: usize) -> Option<Box<[SquareLook; 64]>> {
+        let (w, h) = (self.patch_w as usize, self.patch_h as usize);
+        let n = w * h * 3;
+        let all = self.squares.get(board * 64 * n..(board + 1) * 64 * n)?;
+        if w < LOOK_GRID || h < LOOK_GRID {
+            return None;
+        }
+        let mut out = Box::new([[[0u8; 3]; LOOK_GRID * LOOK_GRID]; 64]);
+        for (patch, look) in all.chunks_exact(n).zip(out.iter_mut()) {
+            for by in 0..LOOK_GRID {
+                let (y0, y1) = (by * h / LOOK_GRID, (by + 1) * h / LOOK_GRID);
+                for bx in 0..LOOK_GRID {
+                    let (x0, x1) = (bx * w / LOOK_GRID, (bx + 1) * w / LOOK_GRID);
+                    let mut sum = [0u32; 3];
+                    for y in y0..y1 {
+                        let row = &patch[(y * w + x0) * 3..(y * w + x1) * 3];
+                        for px in row.chunks_exact(3) {
+                            for ch in 0..3 {
+                                sum[ch] += px[ch] as u32;
+                            }
+                        }
+                    }
+                    let count = ((y1 - y0) * (x1 - x0)) as u32;
+                    look[by * LOOK_GRID + bx] = sum.map(|v| ((v + count / 2) / count) as u8);
+                }
+            }
+        }
+        Some(out)
+    }
+
     /// Patch of square `index` (0..64) on board `board` (0 = A) as an image.
     pub fn square(&self, board: usize, index: usize) -> Option<RgbImage> {
         let n = (self.patch_w * self.patch_h * 3) as usize;
@@ -307,6 +340,42 @@ mod tests {
     use super::*;
     use crate::vision::calibration::CalibrationConfig;
     use image::Rgb;
+
+    #[test]
+    fn looks_are_the_block_means_of_each_patch() {
+        let (w, h) = (8u32, 12u32);
+        let n = (w * h * 3) as usize;
+        let mut squares = vec![0u8; 128 * n];
+        // Board B's square 5: red 200 in the top-left block (2×3 pixels), 10 elsewhere.
+        let patch = &mut squares[(64 + 5) * n..(64 + 6) * n];
+        for y in 0..h as usize {
+            for x in 0..w as usize {
+                let v = if x < 2 && y < 3 { 200 } else { 10 };
+                patch[(y * w as usize + x) * 3] = v;
+            }
+        }
+        let crops = Crops {
+            patch_w: w,
+            patch_h: h,
+            squares,
+            pocket_w: 0,
+            pocket_h: 0,
+            pockets: Vec::new(),
+        };
+        let b = crops.looks(1).unwrap();
+        assert_eq!(b[5][0], [200, 0, 0]);
+        assert!(b[5][1..].iter().all(|m| *m == [10, 0, 0]));
+        assert!(b[4].iter().all(|m| *m == [0, 0, 0]));
+        assert!(
+            crops
+                .looks(0)
+                .unwrap()
+                .iter()
+                .flatten()
+                .all(|m| *m == [0, 0, 0])
+        );
+        assert!(crops.looks(2).is_none(), "there are two boards");
+    }
 
     /// Two top-down boards in a 400×200 frame: A at x 20..180, B at x 220..380, y 20..180.
     fn side_by_side() -> Calibration {

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{BoardId, Position, Table};
 use crate::rules::{Event, EventBody};
-use crate::tracker::{Observation, PocketReading, SquareClass, Tracker, TrackerConfig};
+use crate::tracker::{Observation, PocketReading, SquareClass, SquareLook, Tracker, TrackerConfig};
 use crate::vision::motion::{MotionConfig, MotionCues, MotionDetector, MotionError};
 use crate::vision::{Calibration, OcclusionMap};
 
@@ -64,6 +64,8 @@ impl WatchError {
 pub struct TableReading {
     pub squares: [Box<[[f32; SquareClass::COUNT]; 64]>; 2],
     pub pockets: Option<[PocketReading; 2]>,
+    /// Per board, what each square's patch looked like (readers that cut patches).
+    pub looks: Option<[std::sync::Arc<[SquareLook; 64]>; 2]>,
 }
 
 /// Reads squares and pockets of one frame. The classifier implements it for camera frames;
@@ -305,6 +307,7 @@ impl Watcher {
             // Where a piece would be hidden behind a nearer one, the reading cannot tell it
             // from an empty square (a vacated d2 behind the queen keeps reading a pawn).
             obs.hidden = self.occlusion.hidden(b, self.tracker.table().board(b));
+            obs.looks = reading.looks.as_ref().map(|l| l[i].clone());
             let out = self.tracker.observe(&obs);
             self.note_moves(&out);
             events.extend(out);
@@ -371,6 +374,7 @@ mod tests {
             Ok(TableReading {
                 squares: [uniform(), uniform()],
                 pockets: None,
+                looks: None,
             })
         }
         fn adapt(

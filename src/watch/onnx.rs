@@ -75,7 +75,12 @@ impl TableReader for OnnxReader {
             })?;
             Ok(Box::new(arr))
         };
+        let looks = match (r.crops.looks(0), r.crops.looks(1)) {
+            (Some(a), Some(b)) => Some([a.into(), b.into()]),
+            _ => None,
+        };
         Ok(TableReading {
+            looks,
             squares: [board(BoardId::A)?, board(BoardId::B)?],
             pockets: r
                 .pockets

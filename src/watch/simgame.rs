@@ -328,6 +328,7 @@ impl TableReader for TruthReader {
         Ok(TableReading {
             squares,
             pockets: Some(*pockets),
+            looks: None,
         })
     }
 }
