@@ -213,10 +213,15 @@ fn sweep() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(25);
+    // Seeds from SWEEP_FIRST (default 100): other seeds are fresh frames to check a choice on.
+    let first: u64 = std::env::var("SWEEP_FIRST")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100);
     let (mut total, mut within, mut oriented, mut pockets) = (0, 0, 0, 0);
     let mut errs = Vec::new();
     for preset in sim::CAMERA_PRESETS {
-        for seed in 100..100 + n {
+        for seed in first..first + n {
             total += 1;
             match evaluate(START, preset, seed, 1280, 720) {
                 Ok(o) => {
