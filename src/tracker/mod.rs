@@ -343,7 +343,8 @@ pub struct TrackerConfig {
     /// Required lead of the best hypothesis over "no change".
     pub commit_margin_none: f32,
     /// Both leads above while a clock press on the board is pending (the press says a move
-    /// was made). Lower than the margins without a press: chosen on the validation renders
+    /// was made) and the best hypothesis has no more moves than presses are pending. Lower
+    /// than the margins without a press: chosen on the validation renders
     /// (`docs/tracker.md`); without a clock feed the stricter margins keep the tracker from
     /// committing noise.
     pub commit_margin_pressed: f32,
@@ -399,7 +400,7 @@ impl Default for TrackerConfig {
             undecided_commit_ms: 1000,
             commit_margin: 3.0,
             commit_margin_none: 3.0,
-            commit_margin_pressed: 2.0,
+            commit_margin_pressed: 1.5,
             disagree_nats: 3.0,
             desync_min_squares: 2,
             desync_grace_ms: 1000,

@@ -655,9 +655,12 @@ impl Tracker {
             )
         };
         // A pending clock press says a move was made: "no change" and runner-ups need less
-        // beating (`commit_margin_pressed`).
-        let pressed = self.clock_feed && self.boards[b.index()].presses > 0;
-        let (margin_min, none_min) = if pressed {
+        // beating (`commit_margin_pressed`), but only for as many moves as were pressed: more
+        // moves than presses claim moves no press vouches for yet.
+        let presses = self.boards[b.index()].presses;
+        let pressed = self.clock_feed && presses > 0;
+        let vouched = pressed && decoded.best.moves.len() <= presses as usize;
+        let (margin_min, none_min) = if vouched {
             (
                 self.cfg.commit_margin_pressed,
                 self.cfg.commit_margin_pressed,
@@ -1210,6 +1213,50 @@ mod tests {
         assert_eq!(knight_between_f3_and_h3(true), ["e2e4", "e7e5", "g1f3"]);
         // Without looks, f3 and h3 explain the view equally well: nothing is committed (yet).
         assert_eq!(knight_between_f3_and_h3(false), ["e2e4", "e7e5"]);
+    }
+
+    /// Board A with a clock feed: `ucis` are played under a hand, then `presses` presses come,
+    /// then calm views in which e4 reads a white pawn and e3 empty only 0.706 : 0.294 each, so
+    /// a pawn on e4 leads one on e3 by 2 ln 2.4 ≈ 1.75 nats. Returns the committed moves.
+    fn pawn_on_e4_by_a_small_lead(ucis: &[&str], presses: u32) -> Vec<String> {
+        let mut t = tracker(RuleSet::fics(), None);
+        let mut ts = 0;
+        let start = t.table().board(BoardId::A).clone();
+        let after = play(&start, ucis);
+        let mut ev = feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts);
+        for _ in 0..presses {
+            ev.extend(t.press(BoardId::A, ts));
+            ts += 50;
+        }
+        for _ in 0..4 {
+            let mut o = Observation::exact(BoardId::A, ts, &after, 0.0);
+            let mut pawn = [0.0; SquareClass::COUNT];
+            pawn[SquareClass::WhitePawn.index()] = 0.706;
+            pawn[SquareClass::Empty.index()] = 0.294;
+            let empty = {
+                let mut v = pawn;
+                v.swap(SquareClass::WhitePawn.index(), SquareClass::Empty.index());
+                v
+            };
+            o.set_square("e4".parse().unwrap(), pawn).unwrap();
+            o.set_square("e3".parse().unwrap(), empty).unwrap();
+            ev.extend(t.observe(&o));
+            ts += 100;
+        }
+        moves(&ev)
+    }
+
+    #[test]
+    fn a_pressed_move_needs_a_smaller_lead_than_moves_no_press_vouches_for() {
+        // One press, one move: a lead of 1.75 nats is enough (`commit_margin_pressed`).
+        assert_eq!(pawn_on_e4_by_a_small_lead(&["e2e4"], 1), ["e2e4"]);
+        // One press but two moves seen: the reply is vouched for by no press, so the stricter
+        // `commit_margin` applies and nothing is committed yet.
+        assert!(pawn_on_e4_by_a_small_lead(&["e2e4", "e7e5"], 1).is_empty());
+        assert_eq!(
+            pawn_on_e4_by_a_small_lead(&["e2e4", "e7e5"], 2),
+            ["e2e4", "e7e5"]
+        );
     }
 
     #[test]
