@@ -401,7 +401,7 @@ impl Default for TrackerConfig {
             commit_margin: 3.0,
             commit_margin_none: 3.0,
             commit_margin_pressed: 1.5,
-            disagree_nats: 3.0,
+            disagree_nats: 4.0,
             desync_min_squares: 2,
             desync_grace_ms: 1000,
             pocket_grace_ms: 3000,
