@@ -139,21 +139,25 @@ mod tests {
         [[[level; 3]; LOOK_GRID * LOOK_GRID]; 64]
     }
 
+    /// The start position, confirmed from a view where every block reads `level`, except on
+    /// the `unexplained` squares.
+    fn start_confirmed(level: u8, unexplained: &[Square]) -> (Position, LookRefs) {
+        let pos = Table::new().board(BoardId::A).clone();
+        let mut refs = LookRefs::default();
+        refs.confirm(&view(&pos, flat(level)), &pos, unexplained);
+        (pos, refs)
+    }
+
     #[test]
     fn an_unchanged_square_is_anchored_to_its_confirmed_class_and_a_changed_one_is_not() {
         let cfg = TrackerConfig::default();
-        let pos = Table::new().board(BoardId::A).clone();
-        let mut refs = LookRefs::default();
-        refs.confirm(&view(&pos, flat(100)), &pos, &[]);
+        let (pos, refs) = start_confirmed(100, &[]);
         let mut looks = flat(100);
         looks[sq("f3").index()][5] = [160, 150, 140];
         let mut ll = view(&pos, looks);
         assert_eq!(refs.anchor(&mut ll, &pos, &cfg), 63);
         // h3 stays empty by a margin, f3 (changed) is left to the classifier.
-        let knight = SquareClass::of(Some(crate::engine::Piece {
-            color: crate::engine::Color::White,
-            role: crate::engine::Role::Knight,
-        }));
+        let knight = SquareClass::WhiteKnight;
         let e = SquareClass::Empty;
         let h3 = ll.get(sq("h3"), e) - ll.get(sq("h3"), knight);
         let f3 = ll.get(sq("f3"), e) - ll.get(sq("f3"), knight);
@@ -163,9 +167,7 @@ mod tests {
 
     #[test]
     fn a_global_change_of_light_is_not_a_change_but_off_means_off() {
-        let pos = Table::new().board(BoardId::A).clone();
-        let mut refs = LookRefs::default();
-        refs.confirm(&view(&pos, flat(100)), &pos, &[sq("e4")]);
+        let (pos, refs) = start_confirmed(100, &[sq("e4")]);
         // 20 % brighter everywhere: every block moves 20 levels, the gain takes it out.
         let mut ll = view(&pos, flat(120));
         assert_eq!(
@@ -183,9 +185,7 @@ mod tests {
     #[test]
     fn a_square_whose_class_changed_since_or_that_may_be_hidden_is_not_anchored() {
         let cfg = TrackerConfig::default();
-        let pos = Table::new().board(BoardId::A).clone();
-        let mut refs = LookRefs::default();
-        refs.confirm(&view(&pos, flat(90)), &pos, &[]);
+        let (pos, refs) = start_confirmed(90, &[]);
         let mut after = pos.clone();
         let mv = after.parse_uci("e2e4").unwrap();
         after
