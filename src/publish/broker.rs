@@ -8,6 +8,7 @@
 //! threads stay parked until the process ends.
 
 use std::collections::HashMap;
+use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdListener, TcpStream as StdStream};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -74,31 +75,7 @@ impl EmbeddedBroker {
         public
             .set_nonblocking(true)
             .map_err(|source| BrokerError::Bind { port, source })?;
-        let internal = {
-            let probe = StdListener::bind((Ipv4Addr::LOCALHOST, 0))
-                .map_err(|source| BrokerError::Bind { port: 0, source })?;
-            probe
-                .local_addr()
-                .map_err(|source| BrokerError::Bind { port: 0, source })?
-        };
-        std::thread::Builder::new()
-            .name("rumqttd".to_string())
-            .spawn(move || {
-                let mut broker = rumqttd::Broker::new(rumqttd_config(internal));
-                if let Err(e) = broker.start() {
-                    log::error!("embedded broker stopped: {e}");
-                }
-            })
-            .map_err(|e| BrokerError::Start(format!("cannot spawn broker thread: {e}")))?;
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while StdStream::connect_timeout(&internal, Duration::from_millis(100)).is_err() {
-            if Instant::now() > deadline {
-                return Err(BrokerError::Start(format!(
-                    "rumqttd did not listen on {internal} within 5 s"
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let internal = start_rumqttd()?;
         let (stop_tx, stop_rx) = oneshot::channel();
         let relay = std::thread::Builder::new()
             .name("rumqttd-relay".to_string())
@@ -139,6 +116,93 @@ impl EmbeddedBroker {
 impl Drop for EmbeddedBroker {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// Attempts at an internal port before giving up.
+const INTERNAL_ATTEMPTS: u32 = 8;
+/// The lowest internal port tried.
+const INTERNAL_MIN_PORT: u16 = 10_000;
+
+/// Starts rumqttd on an internal port and returns its address once it answers an MQTT CONNECT.
+///
+/// rumqttd binds its listener itself from a port number, so a port has to be chosen first.
+/// It is taken below the kernel's ephemeral range: `bind(0)` and outgoing connections draw from
+/// that range, so another socket of this process (a parallel test, a client) could otherwise
+/// take the port between the probe and rumqttd's bind, and the readiness check would then
+/// reach the wrong listener. The MQTT handshake proves the listener is rumqttd; a port that
+/// fails it is given up and the next one tried (a rumqttd that could not bind stays parked).
+fn start_rumqttd() -> Result<SocketAddr, BrokerError> {
+    let high = ephemeral_low().max(INTERNAL_MIN_PORT + 1000);
+    let span = u32::from(high - INTERNAL_MIN_PORT);
+    let mut pick = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0)
+        ^ std::process::id().wrapping_mul(2_654_435_761);
+    let mut last_error = String::from("no free internal port");
+    for _ in 0..INTERNAL_ATTEMPTS {
+        pick = pick.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        let port = INTERNAL_MIN_PORT + ((pick >> 8) % span) as u16;
+        let internal = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        // Free now? (Closed again at once: rumqttd binds it itself.)
+        if StdListener::bind(internal).is_err() {
+            last_error = format!("{internal} is taken");
+            continue;
+        }
+        std::thread::Builder::new()
+            .name("rumqttd".to_string())
+            .spawn(move || {
+                let mut broker = rumqttd::Broker::new(rumqttd_config(internal));
+                if let Err(e) = broker.start() {
+                    log::error!("embedded broker stopped: {e}");
+                }
+            })
+            .map_err(|e| BrokerError::Start(format!("cannot spawn broker thread: {e}")))?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match mqtt_handshake(internal) {
+                Ok(()) => return Ok(internal),
+                Err(e) if Instant::now() > deadline => {
+                    last_error = format!("rumqttd did not answer on {internal} within 5 s: {e}");
+                    break;
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    }
+    Err(BrokerError::Start(last_error))
+}
+
+/// The first port of the kernel's ephemeral range (32768 when it cannot be read).
+fn ephemeral_low() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
+}
+
+/// One MQTT 3.1.1 CONNECT (clean session, client id `tandem-probe`) answered by an accepting
+/// CONNACK.
+fn mqtt_handshake(addr: SocketAddr) -> std::io::Result<()> {
+    let timeout = Duration::from_millis(500);
+    let mut stream = StdStream::connect_timeout(&addr, Duration::from_millis(100))?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    let id = b"tandem-probe";
+    let mut packet = vec![0x10, (10 + 2 + id.len()) as u8];
+    packet.extend_from_slice(&[0, 4, b'M', b'Q', b'T', b'T', 4, 0x02, 0, 10]);
+    packet.extend_from_slice(&(id.len() as u16).to_be_bytes());
+    packet.extend_from_slice(id);
+    stream.write_all(&packet)?;
+    let mut ack = [0u8; 4];
+    stream.read_exact(&mut ack)?;
+    if ack[0] == 0x20 && ack[1] == 2 && ack[3] == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!(
+            "not an accepting MQTT CONNACK: {ack:02x?}"
+        )))
     }
 }
 
@@ -215,5 +279,24 @@ mod tests {
             EmbeddedBroker::start(port),
             Err(BrokerError::Bind { .. })
         ));
+    }
+
+    #[test]
+    fn readiness_needs_an_mqtt_answer_not_just_a_listener() {
+        // Some other program's listener on the port: it accepts and answers, but not with a CONNACK.
+        let other = StdListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let addr = other.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = other.accept().unwrap();
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        });
+        assert!(mqtt_handshake(addr).is_err());
+        server.join().unwrap();
+        let broker = EmbeddedBroker::start(0).unwrap();
+        assert!(
+            mqtt_handshake(broker.addr()).is_ok(),
+            "the relay reaches rumqttd"
+        );
+        assert!(ephemeral_low() > INTERNAL_MIN_PORT);
     }
 }
