@@ -89,6 +89,9 @@ fn evaluate(fen: &str, preset: &str, seed: u64, w: u32, h: u32) -> Result<Outcom
     let cal = Calibration::detect(&frame.image, "t", &CalibrationConfig::default())
         .map_err(|e| e.to_string())?;
     let worst_corner = corner_error(&cal, &frame.truth, 0).max(corner_error(&cal, &frame.truth, 1));
+    if std::env::var("SWEEP_SIGNED").is_ok() {
+        print_signed_errors(&cal, &frame.truth, preset, seed);
+    }
     // Right orientation and A/B: every corner within half a square of its truth namesake.
     let oriented = worst_corner < 0.5;
     let min_overlap = (0..2)
@@ -100,6 +103,32 @@ fn evaluate(fen: &str, preset: &str, seed: u64, w: u32, h: u32) -> Result<Outcom
         oriented,
         min_overlap,
     })
+}
+
+/// Each detected corner in the truth board's coordinates (squares), as its offset outward
+/// from the true corner along the files and along the ranks (`SWEEP_SIGNED=1`): a bias of
+/// the fit shows as a mean far from zero.
+fn print_signed_errors(cal: &Calibration, truth: &Truth, preset: &str, seed: u64) {
+    use tandem_monitor::vision::Homography;
+    const OUT: [[f64; 2]; 4] = [[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]];
+    for b in 0..2 {
+        let t = truth.boards[b].corners.map(|p| [p[0] as f64, p[1] as f64]);
+        let Some(inv) = Homography::from_board_corners(&t).and_then(|h| h.inverse()) else {
+            continue;
+        };
+        let offs: Vec<String> = (0..4)
+            .map(|k| {
+                let q = inv.map(cal.boards[b].corners[k]);
+                let ideal = [4.0 + 4.0 * OUT[k][0], 4.0 + 4.0 * OUT[k][1]];
+                format!(
+                    "{:+.4} {:+.4}",
+                    (q[0] - ideal[0]) * OUT[k][0],
+                    (q[1] - ideal[1]) * OUT[k][1]
+                )
+            })
+            .collect();
+        println!("signed {preset} {seed} board {b}: {}", offs.join(" | "));
+    }
 }
 
 #[test]

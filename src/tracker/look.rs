@@ -106,8 +106,27 @@ impl LookRefs {
     }
 }
 
+/// Whether some block of `look` moved by more than `levels` from `reference` once the overall
+/// gain between the two (per channel, the median ratio over the blocks) is taken out.
+pub(crate) fn look_changed(reference: &[[u8; 3]], look: &[[u8; 3]], levels: f32) -> bool {
+    let gain = [0, 1, 2].map(|ch| {
+        let mut v: Vec<f32> = reference
+            .iter()
+            .zip(look)
+            .filter(|(r, _)| r[ch] >= GAIN_MIN_LEVEL)
+            .map(|(r, l)| l[ch] as f32 / r[ch] as f32)
+            .collect();
+        if v.is_empty() {
+            return 1.0;
+        }
+        let mid = v.len() / 2;
+        *v.select_nth_unstable_by(mid, |a, b| a.total_cmp(b)).1
+    });
+    !unchanged(reference, look, gain, levels)
+}
+
 /// Whether every block of `look` is within `levels` of `reference` scaled by `gain`.
-fn unchanged(reference: &SquareLook, look: &SquareLook, gain: [f32; 3], levels: f32) -> bool {
+fn unchanged(reference: &[[u8; 3]], look: &[[u8; 3]], gain: [f32; 3], levels: f32) -> bool {
     reference
         .iter()
         .zip(look)

@@ -142,6 +142,10 @@ impl SquareClass {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct PocketReading {
     pub counts: [[u8; 5]; 2],
+    /// What White's and Black's zone looked like ([`PocketLook`]), from readers that cut the
+    /// zones; a piece put into a zone changes it even where the counts misread. Not serialised.
+    #[serde(skip)]
+    pub looks: Option<[PocketLook; 2]>,
 }
 
 impl PocketReading {
@@ -154,6 +158,14 @@ impl PocketReading {
         }
     }
 }
+
+/// Blocks per side of a [`PocketLook`].
+pub const POCKET_LOOK_GRID: usize = 8;
+
+/// What a pocket zone and its surroundings looked like: the mean RGB of each block of a
+/// [`POCKET_LOOK_GRID`]² grid (row-major). Finer than a [`SquareLook`]: a zone is larger than
+/// a square and a pawn set down in it may cover only a small part of it.
+pub type PocketLook = [[u8; 3]; POCKET_LOOK_GRID * POCKET_LOOK_GRID];
 
 /// Blocks per side of a [`SquareLook`] (the patch is cut into `LOOK_GRID × LOOK_GRID` blocks).
 pub const LOOK_GRID: usize = 4;
@@ -357,6 +369,11 @@ pub struct TrackerConfig {
     pub desync_grace_ms: u64,
     /// How long (ms) a pocket discrepancy must persist in calm readings before an alert.
     pub pocket_grace_ms: u64,
+    /// A pocket zone whose look ([`PocketReading::looks`]) moved by more than this many grey
+    /// levels in some block since before a capture received the hand-over, whatever the pocket
+    /// reader counts; one that looks as it did when its content was last known hides nothing.
+    /// 0 switches the pocket looks off (the counts alone decide).
+    pub pocket_look_levels: f32,
     /// Longest move sequence one observation may be explained by (1 = single moves only; at most
     /// `decode::MAX_SEQUENCE`). Two-move sequences are searched exhaustively, longer ones by beam.
     pub max_moves_per_observation: u32,
@@ -405,6 +422,7 @@ impl Default for TrackerConfig {
             desync_min_squares: 2,
             desync_grace_ms: 1000,
             pocket_grace_ms: 3000,
+            pocket_look_levels: 10.0,
             max_moves_per_observation: 12,
             beam_width: 48,
             stall_window_ms: 1000,
@@ -450,6 +468,11 @@ impl TrackerConfig {
         }
         if !(self.unchanged_look_levels.is_finite() && self.unchanged_look_levels > 0.0) {
             return bad("unchanged_look_levels must be a positive number of grey levels");
+        }
+        if !(self.pocket_look_levels.is_finite() && self.pocket_look_levels >= 0.0) {
+            return bad(
+                "pocket_look_levels must be a non-negative number of grey levels (0 = off)",
+            );
         }
         if self.commit_margin < 0.0
             || self.commit_margin_none < 0.0

@@ -578,7 +578,10 @@ fn render_frame(
         ts,
         &probs,
         motion.clamp(0.0, 1.0),
-        Some(PocketReading { counts }),
+        Some(PocketReading {
+            counts,
+            looks: None,
+        }),
     )
     .expect("simulated probabilities are finite and positive")
 }

@@ -228,7 +228,7 @@ impl Tracker {
             BoardTrack::new(referee.table().board(BoardId::B)),
         ];
         Ok(Tracker {
-            pockets: PocketWatcher::new(cfg.pocket_grace_ms),
+            pockets: PocketWatcher::new(cfg.pocket_grace_ms).with_looks(cfg.pocket_look_levels),
             cfg,
             referee,
             variant,
@@ -958,7 +958,7 @@ impl Tracker {
             }
         }
         if let crate::engine::Move::Drop { role, .. } = mv {
-            self.pockets.on_drop(b, mover, role);
+            self.pockets.on_drop(b, mover, role, ts);
         }
         let bt = &mut self.boards[b.index()];
         if self.clock_feed && bt.presses > 0 {

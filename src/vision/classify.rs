@@ -1024,6 +1024,7 @@ mod tests {
             pocket_w: 96,
             pocket_h: 128,
             pockets: vec![0; 4 * 96 * 128 * 3],
+            pocket_wide: Vec::new(),
         }
     }
 

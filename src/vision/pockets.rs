@@ -71,6 +71,7 @@ impl PocketCounts {
         let b = board.index() * 2;
         PocketReading {
             counts: [self.zones[b].counts, self.zones[b + 1].counts],
+            looks: None,
         }
     }
 }
@@ -225,6 +226,7 @@ mod tests {
                 .iter()
                 .flat_map(|c| std::iter::repeat_n(*c, 96 * 128).flatten())
                 .collect(),
+            pocket_wide: Vec::new(),
         }
     }
 

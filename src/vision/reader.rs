@@ -62,6 +62,7 @@ impl FrameReading {
                 pocket_w: 0,
                 pocket_h: 0,
                 pockets: Vec::new(),
+                pocket_wide: Vec::new(),
             },
         }
     }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::calibration::{Calibration, CalibrationError};
 use super::geometry::{Homography, Point};
-use crate::tracker::{LOOK_GRID, SquareLook};
+use crate::tracker::{LOOK_GRID, POCKET_LOOK_GRID, PocketLook, SquareLook};
 
 /// Patch sizes and the upward extension: TOML via serde with defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -61,6 +61,8 @@ pub struct Rectifier {
     squares: Vec<Tap>,
     /// 4 pocket maps (A White, A Black, B White, B Black), `pocket_w * pocket_h` taps each.
     pockets: Vec<Tap>,
+    /// 4 maps of the zones' surroundings, [`POCKET_WIDE`]² taps each.
+    pocket_wide: Vec<Tap>,
     /// Source quads of the square patches (TL, TR, BR, BL), for overlays and tests.
     square_quads: Vec<[Point; 4]>,
 }
@@ -76,7 +78,15 @@ pub struct Crops {
     pub pocket_h: u32,
     /// 4 patches: A White, A Black, B White, B Black.
     pub pockets: Vec<u8>,
+    /// 4 patches of [`POCKET_WIDE`]² pixels, same order: each zone's surroundings (see
+    /// [`Crops::pocket_look`]); empty when not cut.
+    pub pocket_wide: Vec<u8>,
 }
+
+/// Side of the [`Crops::pocket_wide`] patches in pixels (only their block means are used).
+pub const POCKET_WIDE: u32 = 32;
+/// How much wider than the calibrated zone the look of a pocket is taken (about its centre).
+const POCKET_WIDE_SCALE: f64 = 1.3;
 
 impl Crops {
     /// The look of every square patch of `board` (0 = A): block means over a
@@ -90,23 +100,7 @@ impl Crops {
         }
         let mut out = Box::new([[[0u8; 3]; LOOK_GRID * LOOK_GRID]; 64]);
         for (patch, look) in all.chunks_exact(n).zip(out.iter_mut()) {
-            for by in 0..LOOK_GRID {
-                let (y0, y1) = (by * h / LOOK_GRID, (by + 1) * h / LOOK_GRID);
-                for bx in 0..LOOK_GRID {
-                    let (x0, x1) = (bx * w / LOOK_GRID, (bx + 1) * w / LOOK_GRID);
-                    let mut sum = [0u32; 3];
-                    for y in y0..y1 {
-                        let row = &patch[(y * w + x0) * 3..(y * w + x1) * 3];
-                        for px in row.chunks_exact(3) {
-                            for ch in 0..3 {
-                                sum[ch] += px[ch] as u32;
-                            }
-                        }
-                    }
-                    let count = ((y1 - y0) * (x1 - x0)) as u32;
-                    look[by * LOOK_GRID + bx] = sum.map(|v| ((v + count / 2) / count) as u8);
-                }
-            }
+            block_means(patch, w, h, LOOK_GRID, look);
         }
         Some(out)
     }
@@ -119,12 +113,67 @@ impl Crops {
         RgbImage::from_raw(self.patch_w, self.patch_h, bytes)
     }
 
+    /// The look of pocket zone `k` (0 = A White, 1 = A Black, 2 = B White, 3 = B Black): a
+    /// piece put into a zone or taken out of it changes it, whatever the pocket reader counts.
+    /// Taken over an upright box around the zone widened by a third and lifted by the piece
+    /// height, so that a piece set down at the zone's edge, or rising out of a foreshortened far
+    /// zone, is inside it.
+    pub fn pocket_look(&self, k: usize) -> Option<PocketLook> {
+        let side = POCKET_WIDE as usize;
+        let n = side * side * 3;
+        let patch = self.pocket_wide.get(k * n..(k + 1) * n)?;
+        let mut look = [[0u8; 3]; POCKET_LOOK_GRID * POCKET_LOOK_GRID];
+        block_means(patch, side, side, POCKET_LOOK_GRID, &mut look);
+        Some(look)
+    }
+
     /// Pocket patch `k` (0 = A White, 1 = A Black, 2 = B White, 3 = B Black).
     pub fn pocket(&self, k: usize) -> Option<RgbImage> {
         let n = (self.pocket_w * self.pocket_h * 3) as usize;
         let bytes = self.pockets.get(k * n..(k + 1) * n)?.to_vec();
         RgbImage::from_raw(self.pocket_w, self.pocket_h, bytes)
     }
+}
+
+/// Mean RGB of each block of a `grid`² grid over a `w × h` RGB patch, row-major into `out`.
+fn block_means(patch: &[u8], w: usize, h: usize, grid: usize, out: &mut [[u8; 3]]) {
+    for by in 0..grid {
+        let (y0, y1) = (by * h / grid, (by + 1) * h / grid);
+        for bx in 0..grid {
+            let (x0, x1) = (bx * w / grid, (bx + 1) * w / grid);
+            let mut sum = [0u32; 3];
+            for y in y0..y1 {
+                let row = &patch[(y * w + x0) * 3..(y * w + x1) * 3];
+                for px in row.chunks_exact(3) {
+                    for ch in 0..3 {
+                        sum[ch] += px[ch] as u32;
+                    }
+                }
+            }
+            let count = (((y1 - y0) * (x1 - x0)) as u32).max(1);
+            out[by * grid + bx] = sum.map(|v| ((v + count / 2) / count) as u8);
+        }
+    }
+}
+
+/// The upright box (TL, TR, BR, BL) around pocket quad `q` scaled by [`POCKET_WIDE_SCALE`]
+/// about its centre, together with the same lifted by `lift` pixels.
+fn wide_box(q: &[Point; 4], lift: f64) -> [Point; 4] {
+    let c = [
+        q.iter().map(|p| p[0]).sum::<f64>() / 4.0,
+        q.iter().map(|p| p[1]).sum::<f64>() / 4.0,
+    ];
+    let scaled = q.map(|p| {
+        [
+            c[0] + POCKET_WIDE_SCALE * (p[0] - c[0]),
+            c[1] + POCKET_WIDE_SCALE * (p[1] - c[1]),
+        ]
+    });
+    let x0 = scaled.iter().map(|p| p[0]).fold(f64::MAX, f64::min);
+    let x1 = scaled.iter().map(|p| p[0]).fold(f64::MIN, f64::max);
+    let y0 = scaled.iter().map(|p| p[1]).fold(f64::MAX, f64::min) - lift;
+    let y1 = scaled.iter().map(|p| p[1]).fold(f64::MIN, f64::max);
+    [[x0, y0], [x1, y0], [x1, y1], [x0, y1]]
 }
 
 /// Orders a quad as (TL, TR, BR, BL) with its lowest edge at the bottom.
@@ -229,6 +278,7 @@ impl Rectifier {
         let (w, h) = (cal.width, cal.height);
         let mut squares = Vec::with_capacity(128 * (config.patch_w * config.patch_h) as usize);
         let mut pockets = Vec::new();
+        let mut pocket_wide = Vec::new();
         let mut square_quads = Vec::with_capacity(128);
         for board in &cal.boards {
             let hb = &board.homography;
@@ -248,6 +298,8 @@ impl Rectifier {
             for pq in &board.pockets {
                 let quad = lifted(upright(pq), config.piece_height * sq);
                 pockets.extend(taps(&quad, config.pocket_w, config.pocket_h, w, h)?);
+                let wide = wide_box(pq, config.piece_height * sq);
+                pocket_wide.extend(taps(&wide, POCKET_WIDE, POCKET_WIDE, w, h)?);
             }
         }
         Ok(Rectifier {
@@ -256,6 +308,7 @@ impl Rectifier {
             height: h,
             squares,
             pockets,
+            pocket_wide,
             square_quads,
         })
     }
@@ -317,6 +370,8 @@ impl Rectifier {
             }
         }
         run_taps(&self.pockets, src, stride, &mut crops.pockets);
+        crops.pocket_wide.resize(self.pocket_wide.len() * 3, 0);
+        run_taps(&self.pocket_wide, src, stride, &mut crops.pocket_wide);
         Ok(())
     }
 
@@ -329,6 +384,7 @@ impl Rectifier {
             pocket_w: 0,
             pocket_h: 0,
             pockets: Vec::new(),
+            pocket_wide: Vec::new(),
         };
         self.rectify_into(frame, &mut crops)?;
         Ok(crops)
@@ -361,6 +417,7 @@ mod tests {
             pocket_w: 0,
             pocket_h: 0,
             pockets: Vec::new(),
+            pocket_wide: Vec::new(),
         };
         let b = crops.looks(1).unwrap();
         assert_eq!(b[5][0], [200, 0, 0]);
@@ -375,6 +432,38 @@ mod tests {
                 .all(|m| *m == [0, 0, 0])
         );
         assert!(crops.looks(2).is_none(), "there are two boards");
+    }
+
+    #[test]
+    fn a_pocket_look_is_the_block_means_of_its_zone() {
+        let side = POCKET_WIDE as usize;
+        let n = side * side * 3;
+        // Zone 2 (B White): green 90 in the bottom-right block, 30 elsewhere.
+        let mut pocket_wide = vec![0u8; 4 * n];
+        for y in 0..side {
+            for x in 0..side {
+                let v = if x >= side * 7 / 8 && y >= side * 7 / 8 {
+                    90
+                } else {
+                    30
+                };
+                pocket_wide[2 * n + (y * side + x) * 3 + 1] = v;
+            }
+        }
+        let crops = Crops {
+            patch_w: 0,
+            patch_h: 0,
+            squares: Vec::new(),
+            pocket_w: 0,
+            pocket_h: 0,
+            pockets: Vec::new(),
+            pocket_wide,
+        };
+        let look = crops.pocket_look(2).unwrap();
+        assert_eq!(look[63], [0, 90, 0]);
+        assert!(look[..63].iter().all(|m| *m == [0, 30, 0]));
+        assert_eq!(crops.pocket_look(1).unwrap(), [[0, 0, 0]; 64]);
+        assert!(crops.pocket_look(4).is_none(), "there are four zones");
     }
 
     /// Two top-down boards in a 400×200 frame: A at x 20..180, B at x 220..380, y 20..180.

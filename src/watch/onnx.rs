@@ -82,9 +82,16 @@ impl TableReader for OnnxReader {
         Ok(TableReading {
             looks,
             squares: [board(BoardId::A)?, board(BoardId::B)?],
-            pockets: r
-                .pockets
-                .map(|p| [p.reading(BoardId::A), p.reading(BoardId::B)]),
+            pockets: r.pockets.map(|p| {
+                [BoardId::A, BoardId::B].map(|b| {
+                    let zone = |k: usize| r.crops.pocket_look(2 * b.index() + k);
+                    let looks = zone(0).zip(zone(1)).map(|(w, k)| [w, k]);
+                    crate::tracker::PocketReading {
+                        looks,
+                        ..p.reading(b)
+                    }
+                })
+            }),
         })
     }
 
