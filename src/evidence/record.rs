@@ -139,6 +139,11 @@ pub fn check_signature(line: &[u8], record: &Record, key: &VerifyingKey) -> SigC
     if suffix != expected_suffix.as_bytes() {
         return SigCheck::Invalid;
     }
+    // Only the canonical lowercase form: `hex` also decodes uppercase digits, and a letter's case
+    // flipped in the log must not pass as the same signature.
+    if sig_hex.bytes().any(|b| b.is_ascii_uppercase()) {
+        return SigCheck::Invalid;
+    }
     let Ok(sig_bytes) = hex::decode(sig_hex) else {
         return SigCheck::Invalid;
     };

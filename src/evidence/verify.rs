@@ -572,6 +572,23 @@ mod tests {
         assert_eq!(sheets.len(), 1);
     }
 
+    #[test]
+    fn a_signature_letter_in_upper_case_is_a_change() {
+        // `hex` decodes either case, so only the canonical form may pass (found by the
+        // property below with byte ^ 0x20 inside the last signature).
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, mut bytes) = signed_log(tmp.path());
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        let start = text.rfind("\"sig\":\"").unwrap() + 7;
+        let pos = start
+            + text[start..]
+                .find(|c: char| c.is_ascii_lowercase())
+                .unwrap();
+        bytes[pos] = bytes[pos].to_ascii_uppercase();
+        std::fs::write(dir.join(LOG_FILE), &bytes).unwrap();
+        assert!(!verify(&dir).unwrap().is_intact());
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 

@@ -55,15 +55,7 @@ impl FrameReading {
         FrameReading {
             squares: Vec::with_capacity(SQUARES_PER_FRAME),
             pockets: None,
-            crops: Crops {
-                patch_w: 0,
-                patch_h: 0,
-                squares: Vec::new(),
-                pocket_w: 0,
-                pocket_h: 0,
-                pockets: Vec::new(),
-                pocket_wide: Vec::new(),
-            },
+            crops: Crops::empty(),
         }
     }
 

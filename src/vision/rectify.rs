@@ -89,6 +89,19 @@ pub const POCKET_WIDE: u32 = 32;
 const POCKET_WIDE_SCALE: f64 = 1.3;
 
 impl Crops {
+    /// No patches yet (buffers grow on the first [`Rectifier::rectify_into`]).
+    pub fn empty() -> Crops {
+        Crops {
+            patch_w: 0,
+            patch_h: 0,
+            squares: Vec::new(),
+            pocket_w: 0,
+            pocket_h: 0,
+            pockets: Vec::new(),
+            pocket_wide: Vec::new(),
+        }
+    }
+
     /// The look of every square patch of `board` (0 = A): block means over a
     /// [`LOOK_GRID`]² grid (see [`SquareLook`]). None while the patches are not cut yet.
     pub fn looks(&self, board: usize) -> Option<Box<[SquareLook; 64]>> {
@@ -377,15 +390,7 @@ impl Rectifier {
 
     /// Cuts all square and pocket patches of `frame`.
     pub fn rectify(&self, frame: &RgbImage) -> Result<Crops, CalibrationError> {
-        let mut crops = Crops {
-            patch_w: 0,
-            patch_h: 0,
-            squares: Vec::new(),
-            pocket_w: 0,
-            pocket_h: 0,
-            pockets: Vec::new(),
-            pocket_wide: Vec::new(),
-        };
+        let mut crops = Crops::empty();
         self.rectify_into(frame, &mut crops)?;
         Ok(crops)
     }
@@ -414,10 +419,7 @@ mod tests {
             patch_w: w,
             patch_h: h,
             squares,
-            pocket_w: 0,
-            pocket_h: 0,
-            pockets: Vec::new(),
-            pocket_wide: Vec::new(),
+            ..Crops::empty()
         };
         let b = crops.looks(1).unwrap();
         assert_eq!(b[5][0], [200, 0, 0]);
@@ -451,13 +453,8 @@ mod tests {
             }
         }
         let crops = Crops {
-            patch_w: 0,
-            patch_h: 0,
-            squares: Vec::new(),
-            pocket_w: 0,
-            pocket_h: 0,
-            pockets: Vec::new(),
             pocket_wide,
+            ..Crops::empty()
         };
         let look = crops.pocket_look(2).unwrap();
         assert_eq!(look[63], [0, 90, 0]);
