@@ -96,13 +96,7 @@ impl LookRefs {
                 }
             }
         }
-        ratios.map(|mut v| {
-            if v.is_empty() {
-                return 1.0;
-            }
-            let mid = v.len() / 2;
-            *v.select_nth_unstable_by(mid, |a, b| a.total_cmp(b)).1
-        })
+        ratios.map(median_or_one)
     }
 }
 
@@ -110,19 +104,25 @@ impl LookRefs {
 /// gain between the two (per channel, the median ratio over the blocks) is taken out.
 pub(crate) fn look_changed(reference: &[[u8; 3]], look: &[[u8; 3]], levels: f32) -> bool {
     let gain = [0, 1, 2].map(|ch| {
-        let mut v: Vec<f32> = reference
-            .iter()
-            .zip(look)
-            .filter(|(r, _)| r[ch] >= GAIN_MIN_LEVEL)
-            .map(|(r, l)| l[ch] as f32 / r[ch] as f32)
-            .collect();
-        if v.is_empty() {
-            return 1.0;
-        }
-        let mid = v.len() / 2;
-        *v.select_nth_unstable_by(mid, |a, b| a.total_cmp(b)).1
+        median_or_one(
+            reference
+                .iter()
+                .zip(look)
+                .filter(|(r, _)| r[ch] >= GAIN_MIN_LEVEL)
+                .map(|(r, l)| l[ch] as f32 / r[ch] as f32)
+                .collect(),
+        )
     });
     !unchanged(reference, look, gain, levels)
+}
+
+/// The median of some gain ratios (1 when there are none).
+fn median_or_one(mut v: Vec<f32>) -> f32 {
+    if v.is_empty() {
+        return 1.0;
+    }
+    let mid = v.len() / 2;
+    *v.select_nth_unstable_by(mid, |a, b| a.total_cmp(b)).1
 }
 
 /// Whether every block of `look` is within `levels` of `reference` scaled by `gain`.

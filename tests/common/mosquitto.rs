@@ -9,11 +9,30 @@ use std::time::{Duration, Instant};
 
 pub const MOSQUITTO: &str = "/usr/sbin/mosquitto";
 
+/// A port of 127.0.0.1 free now, below the kernel's ephemeral range: the broker binds it only
+/// later, and a port from that range (what `bind(0)` gives) can meanwhile become the local port
+/// of any outgoing connection of the tests running in parallel (the broker then fails to start,
+/// or a client reaches the wrong socket).
 pub fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("an ephemeral port on localhost")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let low: u32 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768);
+    let (first, span) = (10_000u32, low.saturating_sub(10_000).max(1000));
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos())
+        ^ std::process::id().wrapping_mul(2_654_435_761);
+    for _ in 0..1000 {
+        let k = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = first + seed.wrapping_add(k.wrapping_mul(7_919)) % span;
+        if TcpListener::bind((Ipv4Addr::LOCALHOST, port as u16)).is_ok() {
+            return port as u16;
+        }
+    }
+    panic!("no free port of 127.0.0.1 below the ephemeral range");
 }
 
 pub fn wait_for_port(port: u16, up: bool) {
