@@ -7,7 +7,7 @@
 //! incrementally: a hypothesis only differs from "no change" on the squares it changes, so a square
 //! that no hypothesis touches (a misread knight on b1) adds the same to all of them and cancels.
 
-use crate::engine::{BoardId, Color, Move, Position, Role, Square, Table, Variant};
+use crate::engine::{BoardId, Color, IllegalReason, Move, Position, Role, Square, Table, Variant};
 
 use super::{Observation, PocketReading, SquareClass, SquareEvidence, SquareLook, TrackerConfig};
 
@@ -746,12 +746,13 @@ impl<'a> Decoder<'a> {
                     capture: pos.role_at(to),
                     promotion,
                 };
-                top.offer(
-                    d + self.cfg.prior_illegal,
-                    fp,
-                    HypothesisKind::Illegal,
-                    Seq::one(mv),
-                );
+                let prior = match pos.classify(mv, self.variant) {
+                    Err(IllegalReason::CannotMoveThatWay | IllegalReason::PathBlocked) => {
+                        self.cfg.prior_illegal_geometry
+                    }
+                    _ => self.cfg.prior_illegal,
+                };
+                top.offer(d + prior, fp, HypothesisKind::Illegal, Seq::one(mv));
             }
         }
         let arriving = if other_busy {
@@ -1234,6 +1235,46 @@ mod tests {
         assert_eq!(d.best.kind, HypothesisKind::Illegal);
         assert_eq!(d.best.moves[0].to_string(), "e1d2");
     }
+    #[test]
+    fn a_move_through_a_piece_is_a_rarer_illegal_move_than_one_into_check() {
+        // Bishop f1-c4 through the knight on e2 (what a wrongly tracked knight makes a legal
+        // move look like), and the king e1-d1 into the rook's file.
+        let t = Table::from_fen(
+            "3rk3/8/8/8/8/8/4N3/4KB2 w - - 0 1 | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        )
+        .unwrap();
+        // Single moves only: longer legal detours to the same squares are not the point here.
+        let cfg = TrackerConfig {
+            max_moves_per_observation: 1,
+            ..TrackerConfig::default()
+        };
+        assert!(cfg.prior_illegal_geometry < cfg.prior_illegal);
+        let v = Variant::default();
+        for (uci, prior) in [
+            ("f1c4", cfg.prior_illegal_geometry),
+            ("e1d1", cfg.prior_illegal),
+        ] {
+            let obs = Observation::exact(BoardId::A, 0, &after(&t, BoardId::A, &[uci]), 0.0);
+            let ll = LogLik::from_observation(&obs, &cfg);
+            let d = Decoder::new(&t, BoardId::A, &v, &cfg, &ll).decode(
+                &ll,
+                None,
+                false,
+                &Evidence::default(),
+            );
+            assert_eq!(d.best.kind, HypothesisKind::Illegal, "{uci}");
+            assert_eq!(d.best.moves[0].to_string(), uci);
+            // An exact view: the score is the two squares' change plus the prior.
+            let ln = |p: f32| p.max(cfg.probability_floor).ln();
+            let seen = 2.0 * (ln(1.0) - ln(0.0));
+            assert!(
+                (d.best.score - (seen + prior)).abs() < 1e-3,
+                "{uci}: {}",
+                d.best.score
+            );
+        }
+    }
+
     /// The moves of `ucis` played one after the other from `pos`.
     fn chain(pos: &Position, ucis: &[&str]) -> Vec<Move> {
         let v = Variant::default();

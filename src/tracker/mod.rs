@@ -332,6 +332,11 @@ pub struct TrackerConfig {
     pub prior_extra_move: f32,
     /// Log prior of an illegal but physically possible move.
     pub prior_illegal: f32,
+    /// Log prior of an illegal move the piece cannot make at all (off its geometry, or through
+    /// another piece). Over the board these are far rarer than moves that ignore check, while a
+    /// tracker that committed a wrong move earlier sees them often: a knight put on e2 instead
+    /// of f3 makes the bishop's f1-c4 look blocked.
+    pub prior_illegal_geometry: f32,
     /// Log prior of a drop of a piece the pocket does not hold (yet) while the partner board has an
     /// undecided change (the piece may be in transit); such a decision waits for that board.
     pub prior_in_transit_drop: f32,
@@ -394,6 +399,12 @@ pub struct TrackerConfig {
     /// or a hand resting elsewhere on the board must not hold every later press back. 0 = a
     /// tentative decision must explain every square.
     pub tentative_residue_squares: u32,
+    /// A press still undecided this long (ms) after it came, with the next press on the board
+    /// already in (the reply was made too): the best hypothesis that beats "no change" is
+    /// committed whatever its lead, if it claims no more moves than were pressed. Waiting
+    /// longer only piles up presses, and a chain decoded over many presses is worse than the
+    /// best guess now (never stall). 0 switches it off.
+    pub overdue_ms: u64,
 }
 
 impl Default for TrackerConfig {
@@ -409,6 +420,7 @@ impl Default for TrackerConfig {
             prior_move: -1.0,
             prior_extra_move: -2.0,
             prior_illegal: -8.0,
+            prior_illegal_geometry: -16.0,
             prior_in_transit_drop: -2.0,
             pocket_mismatch_nats: 4.0,
             transient_nats: 1.0,
@@ -427,6 +439,7 @@ impl Default for TrackerConfig {
             beam_width: 48,
             stall_window_ms: 1000,
             tentative_residue_squares: 1,
+            overdue_ms: 1500,
         }
     }
 }
@@ -462,6 +475,9 @@ impl TrackerConfig {
         }
         if self.hidden_empty_nats.is_nan() || self.hidden_empty_nats < 0.0 {
             return bad("hidden_empty_nats must be non-negative");
+        }
+        if !(self.prior_illegal.is_finite() && self.prior_illegal_geometry.is_finite()) {
+            return bad("prior_illegal and prior_illegal_geometry must be finite log priors");
         }
         if !(self.unchanged_look_nats.is_finite() && self.unchanged_look_nats >= 0.0) {
             return bad("unchanged_look_nats must be a non-negative number (0 = off)");

@@ -69,6 +69,8 @@ struct BoardTrack {
     last_motion: Option<u64>,
     /// Clock presses not yet matched by committed moves.
     presses: u32,
+    /// When each of those presses came, oldest first.
+    press_times: std::collections::VecDeque<u64>,
     /// Moves committed (with a clock feed) before their press arrived, e.g. a fast reply seen
     /// together with the move before it: the next presses complete them instead of waiting
     /// for a move that was already made.
@@ -145,6 +147,7 @@ impl BoardTrack {
             open: false,
             last_motion: None,
             presses: 0,
+            press_times: std::collections::VecDeque::new(),
             ahead: 0,
             unexplained_since: None,
             lost: false,
@@ -307,6 +310,7 @@ impl Tracker {
             bt.press_views.push_back(view);
         }
         bt.presses += 1;
+        bt.press_times.push_back(ts);
         bt.last_motion = Some(ts);
         bt.open = true;
         // The latest press says every move so far is complete: the window starts again.
@@ -694,12 +698,22 @@ impl Tracker {
         // An illegal move is only believed when it explains the whole board.
         let believable = best.kind != HypothesisKind::Illegal || decoded.disagreeing.is_empty();
         let tentative = bt.tentative;
+        // A move and its reply both pressed while the first is still undecided, long after its
+        // press: the best guess now beats a longer chain later (`overdue_ms`).
+        let overdue = vouched
+            && presses >= 2
+            && self.cfg.overdue_ms > 0
+            && bt
+                .press_times
+                .front()
+                .is_some_and(|&t| ts.saturating_sub(t) >= self.cfg.overdue_ms)
+            && !best.moves.is_empty();
         let committable = best.kind != HypothesisKind::NoChange
             && believable
             && (!tentative
                 || (self.residue_unrelated(b, &decoded, pressed)
                     && self.not_a_one_view_blip(b, &best.moves)))
-            && (margin_ok || (waited_out && !tentative))
+            && (margin_ok || (waited_out && !tentative) || overdue)
             && beats_none
             && bt.refused != Some(best.fingerprint);
         if let Some(trace) = self.decisions.as_mut() {
@@ -794,6 +808,7 @@ impl Tracker {
             bt.undecided_since = None;
             if self.clock_feed {
                 bt.presses = 0;
+                bt.press_times.clear();
                 bt.press_views.clear();
             }
             let unexplained = squares_of(&decoded.disagreeing);
@@ -963,6 +978,7 @@ impl Tracker {
         let bt = &mut self.boards[b.index()];
         if self.clock_feed && bt.presses > 0 {
             bt.presses -= 1;
+            bt.press_times.pop_front();
             let press = TimedAction {
                 ts: Some(ts),
                 action: Action::Press { board: b },
@@ -1477,8 +1493,21 @@ mod tests {
         // confidence that records change times) and with the vacated g1 still reading a knight
         // (a leak from a neighbouring piece), so no single view commits the move that emptied
         // g1. A stable run at the end decides the whole chain at once; the views kept after
-        // each press give its order.
-        let mut t = windowed();
+        // each press give its order. (`overdue_ms` off: this is about ordering a chain once it
+        // is decided, not about how long the tracker may wait; with it on, the first press is
+        // forced after 1.5 s, on a faint view.)
+        let mut t = Tracker::new(
+            "t",
+            1,
+            RuleSet::fics(),
+            None,
+            TrackerConfig {
+                stall_window_ms: 1000,
+                overdue_ms: 0,
+                ..TrackerConfig::default()
+            },
+        )
+        .unwrap();
         let mut ts = 0;
         let start = t.table().board(BoardId::A).clone();
         let played = ["g1f3", "e7e6", "d2d4", "g8f6"];
@@ -1764,5 +1793,70 @@ mod tests {
                     .all(|e| !matches!(e.body, EventBody::IllegalMove { .. }))
             );
         }
+    }
+
+    /// `pos` on board A, except that f3 and h3 read a white knight at 52 % and 48 %: the knight
+    /// from g1 stands on one of them, and the reading barely says which.
+    fn knight_on_f3_or_h3(pos: &Position, ts: u64, motion: f32) -> Observation {
+        let mut o = Observation::exact(BoardId::A, ts, pos, motion);
+        let mix = |knight: f32| {
+            let mut p = [0f32; SquareClass::COUNT];
+            p[SquareClass::WhiteKnight.index()] = knight;
+            p[SquareClass::Empty.index()] = 1.0 - knight;
+            p
+        };
+        o.set_square("f3".parse().unwrap(), mix(0.52)).unwrap();
+        o.set_square("h3".parse().unwrap(), mix(0.48)).unwrap();
+        o
+    }
+
+    /// g1f3 seen only as "f3 or h3", pressed, then e7e5 pressed 1.6 s later; at 5 fps with
+    /// hands coming and going, only single calm frames (tentative decisions) in between.
+    fn an_unclear_move_and_its_reply(cfg: TrackerConfig) -> Vec<Event> {
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg).unwrap();
+        let mut ts = 0;
+        let start = t.table().board(BoardId::A).clone();
+        let mut ev = feed(&mut t, BoardId::A, &start, 3, 0.0, &mut ts);
+        let knight = play(&start, &["g1f3"]);
+        let reply = play(&knight, &["e7e5"]);
+        ev.extend(feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts));
+        ev.extend(t.press(BoardId::A, ts));
+        let first_press = ts;
+        // Hands over the board, one calm frame between them.
+        let show = |t: &mut Tracker, view: &Position, ts: &mut u64, ev: &mut Vec<Event>| {
+            for motion in [1.0, 1.0, 0.0] {
+                ev.extend(t.observe(&knight_on_f3_or_h3(view, *ts, motion)));
+                *ts += 100;
+            }
+        };
+        for view in [&knight, &knight, &knight, &reply, &reply] {
+            show(&mut t, view, &mut ts, &mut ev);
+        }
+        assert!(
+            moves(&ev).is_empty(),
+            "undecided before the reply's press: {ev:?}"
+        );
+        ev.extend(t.press(BoardId::A, first_press + 1600));
+        ts = first_press + 1700;
+        show(&mut t, &reply, &mut ts, &mut ev);
+        ev
+    }
+
+    #[test]
+    fn an_overdue_press_commits_the_best_guess() {
+        // Regression (issue 6, low-side renders): an unclear move kept its press pending, the
+        // replies' presses piled up behind it and the board never committed again.
+        let ev = an_unclear_move_and_its_reply(TrackerConfig {
+            stall_window_ms: 1000,
+            overdue_ms: 1500,
+            ..TrackerConfig::default()
+        });
+        assert_eq!(moves(&ev), ["g1f3", "e7e5"], "{ev:?}");
+        let waiting = an_unclear_move_and_its_reply(TrackerConfig {
+            stall_window_ms: 1000,
+            overdue_ms: 0,
+            ..TrackerConfig::default()
+        });
+        assert!(moves(&waiting).is_empty(), "{waiting:?}");
     }
 }
