@@ -1235,6 +1235,7 @@ mod tests {
         assert_eq!(d.best.kind, HypothesisKind::Illegal);
         assert_eq!(d.best.moves[0].to_string(), "e1d2");
     }
+
     #[test]
     fn a_move_through_a_piece_is_a_rarer_illegal_move_than_one_into_check() {
         // Bishop f1-c4 through the knight on e2 (what a wrongly tracked knight makes a legal
