@@ -64,6 +64,13 @@ pub struct TrackerSimArgs {
     /// Tracker configuration overrides (TOML).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Evaluate only the game with this index (0-based; simulated exactly as in a full run).
+    #[arg(long)]
+    game: Option<usize>,
+    /// Write every tracker decision, every event and the true moves of each game to FILE as
+    /// JSON lines (each with `game` and `trace`: decision, event or truth).
+    #[arg(long)]
+    trace: Option<PathBuf>,
 }
 
 pub fn eval(cmd: EvalCommand) -> anyhow::Result<()> {
@@ -88,8 +95,18 @@ fn tracker_sim(args: TrackerSimArgs) -> anyhow::Result<()> {
         rules: RuleSet::load(&args.rules)?,
         seed: args.seed,
         clock: args.clock,
+        trace: args.trace.is_some(),
+        only_game: args.game,
         ..EvalOptions::default()
     };
+    if let Some(g) = args.game {
+        anyhow::ensure!(
+            g < games.len(),
+            "--game {g}: {} holds {} games (0-based)",
+            args.games.display(),
+            games.len()
+        );
+    }
     if let Some(path) = &args.config {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
@@ -125,6 +142,11 @@ fn tracker_sim(args: TrackerSimArgs) -> anyhow::Result<()> {
         opts.sim.hidden_pocket_rate = r / 10.0;
     }
     let report = eval_games(&games, &opts);
+    if let Some(path) = &args.trace {
+        let lines: Vec<&serde_json::Value> =
+            report.per_game.iter().flat_map(|g| &g.trace).collect();
+        super::watch::write_json_lines(path, &lines)?;
+    }
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {

@@ -300,7 +300,10 @@ pub fn eval_motion_cmd(args: EvalMotionArgs) -> anyhow::Result<()> {
 }
 
 /// Writes `rows` to `path`, one JSON object per line.
-fn write_json_lines<T: serde::Serialize>(path: &std::path::Path, rows: &[T]) -> anyhow::Result<()> {
+pub(super) fn write_json_lines<T: serde::Serialize>(
+    path: &std::path::Path,
+    rows: &[T],
+) -> anyhow::Result<()> {
     let mut text = String::new();
     for row in rows {
         text.push_str(&serde_json::to_string(row)?);

@@ -27,6 +27,10 @@ pub struct EvalOptions {
     pub seed: u64,
     /// Feed the simulated clock presses to the tracker.
     pub clock: bool,
+    /// Record each game's decisions and events in [`GameReport::trace`].
+    pub trace: bool,
+    /// Evaluate only the game with this index (its simulation is the same as in a full run).
+    pub only_game: Option<usize>,
 }
 
 impl Default for EvalOptions {
@@ -37,6 +41,8 @@ impl Default for EvalOptions {
             rules: RuleSet::fics(),
             seed: 1,
             clock: false,
+            trace: false,
+            only_game: None,
         }
     }
 }
@@ -56,6 +62,11 @@ pub struct GameReport {
     pub incidents_detected: usize,
     /// Observations fed to the tracker.
     pub observations: usize,
+    /// With [`EvalOptions::trace`]: one JSON object per line to write, each with this game's
+    /// index — every tracker decision (`"trace": "decision"`), every event (`"event"`) and the
+    /// true moves (`"truth"`), for diagnosing a game afterwards. Not in the JSON report.
+    #[serde(skip)]
+    pub trace: Vec<serde_json::Value>,
 }
 
 /// The outcome over all games.
@@ -115,6 +126,7 @@ pub fn eval_game(
         opts.tracker.clone(),
     )
     .map_err(|e| e.to_string())?;
+    tracker.record_decisions(opts.trace);
     let mut events: Vec<Event> = Vec::new();
     let mut latencies = Vec::new();
     let mut presses = sim.presses.iter().peekable();
@@ -206,6 +218,26 @@ pub fn eval_game(
             _ => {}
         }
     }
+    let mut trace = Vec::new();
+    if opts.trace {
+        let tagged = |kind: &str, value: serde_json::Value| {
+            let mut line = serde_json::json!({ "game": index, "trace": kind });
+            if let (Some(out), serde_json::Value::Object(fields)) = (line.as_object_mut(), value) {
+                out.extend(fields);
+            }
+            line
+        };
+        for d in tracker.take_decisions() {
+            trace.push(tagged(
+                "decision",
+                serde_json::to_value(&d).unwrap_or_default(),
+            ));
+        }
+        for e in &events {
+            trace.push(tagged("event", serde_json::to_value(e).unwrap_or_default()));
+        }
+        trace.push(tagged("truth", serde_json::json!({ "moves": sim.truth })));
+    }
     let report = GameReport {
         game: index,
         moves_truth: sim.truth[0].len() + sim.truth[1].len(),
@@ -217,6 +249,7 @@ pub fn eval_game(
         incidents_injected: detectable.len(),
         incidents_detected: detected,
         observations: sim.observations.len(),
+        trace,
     };
     Ok((report, latencies))
 }
@@ -235,6 +268,9 @@ pub fn eval_games(games: &[BpgnGame], opts: &EvalOptions) -> EvalReport {
     let mut skipped = Vec::new();
     let mut latencies = Vec::new();
     for (i, game) in games.iter().enumerate() {
+        if opts.only_game.is_some_and(|only| only != i) {
+            continue;
+        }
         match eval_game(game, i, opts) {
             Ok((r, l)) => {
                 per_game.push(r);
@@ -279,6 +315,43 @@ pub fn eval_games(games: &[BpgnGame], opts: &EvalOptions) -> EvalReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_traced_game_records_its_decisions_events_and_truth() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/games/fics-64.bpgn");
+        let games = crate::engine::bpgn::parse_bpgn(&std::fs::read(path).unwrap()).unwrap();
+        let opts = EvalOptions {
+            trace: true,
+            only_game: Some(1),
+            clock: true,
+            ..EvalOptions::default()
+        };
+        let report = eval_games(&games[..3], &opts);
+        assert_eq!(report.per_game.len(), 1);
+        let game = &report.per_game[0];
+        assert_eq!(game.game, 1);
+        assert!(game.trace.iter().all(|l| l["game"] == 1));
+        let kind = |k: &'static str| game.trace.iter().filter(move |l| l["trace"] == k);
+        assert!(kind("decision").count() > 0);
+        assert!(kind("decision").all(|d| d["board"] == "A" || d["board"] == "B"));
+        let moves = kind("event").filter(|e| e["type"] == "move").count();
+        assert_eq!(moves, game.moves_committed);
+        assert_eq!(kind("truth").count(), 1);
+        // The same game evaluated alone is the same game as in a full run.
+        let alone = eval_game(
+            &games[1],
+            1,
+            &EvalOptions {
+                clock: true,
+                ..EvalOptions::default()
+            },
+        )
+        .unwrap()
+        .0;
+        assert_eq!(alone.moves_right, game.moves_right);
+        assert!(alone.trace.is_empty());
+    }
 
     #[test]
     fn lcs_counts_one_missed_move_once() {
