@@ -267,7 +267,9 @@ impl PocketWatcher {
                     key.clear_run += 1;
                     if key.clear_run >= CLEAR_READINGS || untouched {
                         key.hidden_since = None;
-                        key.reported_hidden = key.reported_hidden.min(unexplained);
+                        // A reported piece counts as back only when the pocket shows it
+                        // (`short`), not when a hand-over on its way explains the shortfall.
+                        key.reported_hidden = key.reported_hidden.min(short);
                     }
                 }
             }
@@ -372,6 +374,41 @@ mod tests {
         ));
         // Raised once, not every reading.
         assert!(w.on_reading(BoardId::A, 3100, &reading(0), &t).is_empty());
+    }
+
+    #[test]
+    fn a_reported_hidden_piece_is_not_reported_again_when_a_hand_over_arrives() {
+        // Regression (issue 6, `eval tracker-sim --clock` per_game 2): a wrongly committed move
+        // left the engine one knight more than the pocket shows. That shortfall is reported
+        // once; while a second knight was on its way the pending hand-over "explained" the
+        // shortfall, the report was forgotten, and the knight's arrival re-raised it.
+        let mut t = table_with_white_knight_in_a_pocket();
+        let mut w = PocketWatcher::new(1000);
+        let mut events = Vec::new();
+        for ts in (0..=1500).step_by(100) {
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t));
+        }
+        assert_eq!(events.len(), 1, "{events:?}");
+        // Board B captures a white knight: the engine now holds two, the pocket shows none yet.
+        t = Table::from_fen(
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[NN] w KQkq - 0 1 | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        )
+        .unwrap();
+        let knight = Piece {
+            color: Color::White,
+            role: Role::Knight,
+        };
+        w.on_capture(BoardId::B, knight, 1600);
+        let mut later = Vec::new();
+        for ts in (1600..=2000).step_by(100) {
+            later.extend(w.on_reading(BoardId::A, ts, &reading(0), &t));
+        }
+        // It arrives: one knight visible of the two the engine counts, as before the capture.
+        for ts in (2100..=8000).step_by(100) {
+            later.extend(w.on_reading(BoardId::A, ts, &reading(1), &t));
+        }
+        assert!(later.is_empty(), "{later:?}");
+        assert_eq!(w.pending(BoardId::A), 0);
     }
 
     #[test]
