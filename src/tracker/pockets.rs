@@ -345,6 +345,11 @@ fn remove_oldest(pending: &mut Vec<Handover>, n: u8, is_key: impl Fn(&Handover) 
 mod tests {
     use super::*;
 
+    const WHITE_KNIGHT: Piece = Piece {
+        color: Color::White,
+        role: Role::Knight,
+    };
+
     fn table_with_white_knight_in_a_pocket() -> Table {
         Table::from_fen(
             "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[N] w KQkq - 0 1 | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
@@ -394,10 +399,7 @@ mod tests {
             "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[NN] w KQkq - 0 1 | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
         )
         .unwrap();
-        let knight = Piece {
-            color: Color::White,
-            role: Role::Knight,
-        };
+        let knight = WHITE_KNIGHT;
         w.on_capture(BoardId::B, knight, 1600);
         let mut later = Vec::new();
         for ts in (1600..=2000).step_by(100) {
@@ -436,10 +438,7 @@ mod tests {
     fn a_capture_never_handed_over_is_handover_missing() {
         let t = table_with_white_knight_in_a_pocket();
         let mut w = PocketWatcher::new(1000);
-        let knight = Piece {
-            color: Color::White,
-            role: Role::Knight,
-        };
+        let knight = WHITE_KNIGHT;
         w.on_capture(BoardId::B, knight, 0);
         let mut events = Vec::new();
         for ts in (0..=5000).step_by(100) {
@@ -509,10 +508,7 @@ mod tests {
     fn a_handover_that_arrives_clears_the_pending_capture() {
         let t = table_with_white_knight_in_a_pocket();
         let mut w = PocketWatcher::new(1000);
-        let knight = Piece {
-            color: Color::White,
-            role: Role::Knight,
-        };
+        let knight = WHITE_KNIGHT;
         w.on_capture(BoardId::B, knight, 0);
         let mut events = Vec::new();
         for ts in (0..=3000).step_by(100) {
