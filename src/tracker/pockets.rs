@@ -350,6 +350,13 @@ mod tests {
         role: Role::Knight,
     };
 
+    fn table_with_two_white_knights_in_a_pocket() -> Table {
+        Table::from_fen(
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[NN] w KQkq - 0 1 | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        )
+        .unwrap()
+    }
+
     fn table_with_white_knight_in_a_pocket() -> Table {
         Table::from_fen(
             "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[N] w KQkq - 0 1 | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
@@ -395,12 +402,8 @@ mod tests {
         }
         assert_eq!(events.len(), 1, "{events:?}");
         // Board B captures a white knight: the engine now holds two, the pocket shows none yet.
-        t = Table::from_fen(
-            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[NN] w KQkq - 0 1 | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
-        )
-        .unwrap();
-        let knight = WHITE_KNIGHT;
-        w.on_capture(BoardId::B, knight, 1600);
+        t = table_with_two_white_knights_in_a_pocket();
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 1600);
         let mut later = Vec::new();
         for ts in (1600..=2000).step_by(100) {
             later.extend(w.on_reading(BoardId::A, ts, &reading(0), &t));
@@ -438,8 +441,7 @@ mod tests {
     fn a_capture_never_handed_over_is_handover_missing() {
         let t = table_with_white_knight_in_a_pocket();
         let mut w = PocketWatcher::new(1000);
-        let knight = WHITE_KNIGHT;
-        w.on_capture(BoardId::B, knight, 0);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
         let mut events = Vec::new();
         for ts in (0..=5000).step_by(100) {
             events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t));
@@ -469,19 +471,12 @@ mod tests {
         // and handed over (the count goes 0 → 1 while two are held). The piece still missing
         // is the hidden one, not the capture's.
         let one = table_with_white_knight_in_a_pocket();
-        let two = Table::from_fen(
-            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[NN] w KQkq - 0 1 | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
-        )
-        .unwrap();
+        let two = table_with_two_white_knights_in_a_pocket();
         let mut w = PocketWatcher::new(3000);
         let mut events = Vec::new();
         for ts in (0..=6000).step_by(100) {
             if ts == 800 {
-                let knight = Piece {
-                    color: Color::White,
-                    role: Role::Knight,
-                };
-                w.on_capture(BoardId::B, knight, ts);
+                w.on_capture(BoardId::B, WHITE_KNIGHT, ts);
             }
             let (t, visible) = match ts {
                 0..800 => (&one, 0),
@@ -508,8 +503,7 @@ mod tests {
     fn a_handover_that_arrives_clears_the_pending_capture() {
         let t = table_with_white_knight_in_a_pocket();
         let mut w = PocketWatcher::new(1000);
-        let knight = WHITE_KNIGHT;
-        w.on_capture(BoardId::B, knight, 0);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
         let mut events = Vec::new();
         for ts in (0..=3000).step_by(100) {
             let r = if ts < 600 { reading(0) } else { reading(1) };
@@ -528,13 +522,6 @@ mod tests {
         }
     }
 
-    fn white_knight() -> Piece {
-        Piece {
-            color: Color::White,
-            role: Role::Knight,
-        }
-    }
-
     #[test]
     fn a_handover_the_zone_shows_arrived_though_the_reader_misses_it() {
         let before = Table::new();
@@ -545,7 +532,7 @@ mod tests {
         // at 2400), and the reader never counts it.
         for ts in (0..=8000).step_by(200) {
             if ts == 2600 {
-                w.on_capture(BoardId::B, white_knight(), ts);
+                w.on_capture(BoardId::B, WHITE_KNIGHT, ts);
             }
             let t = if ts < 2600 { &before } else { &after };
             let level = if ts < 2400 { 60 } else { 61 };
@@ -571,7 +558,7 @@ mod tests {
         for ts in (0..=200).step_by(200) {
             events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &Table::new()));
         }
-        w.on_capture(BoardId::B, white_knight(), 2400);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 2400);
         for ts in (2400..=5000).step_by(200) {
             events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &after));
         }
