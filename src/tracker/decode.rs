@@ -175,7 +175,16 @@ impl Seq {
         let (Some(from), to) = (m.from(), m.to()) else {
             return false;
         };
-        self.iter().any(|p| p.to() == from && p.from() == Some(to))
+        self.iter().any(|p| {
+            let captured = matches!(
+                p,
+                Move::Normal {
+                    capture: Some(_),
+                    ..
+                } | Move::EnPassant { .. }
+            );
+            p.to() == from && p.from() == Some(to) && !captured
+        })
     }
 
     fn iter(&self) -> impl Iterator<Item = Move> + '_ {
@@ -318,6 +327,11 @@ pub struct Evidence {
     pub transient_time: [u64; 32],
     /// With a clock feed: clock presses since the last decision (each completes one move).
     pub presses: Option<u32>,
+    /// Sequences that best explained earlier views of the change under way. Their prefixes
+    /// stay in the beam: a piece dropped and taken back at once (`B@f7 Kxf7 … Kf7e8`) leaves no
+    /// trace in the latest view, so the view alone prunes the path the earlier views showed.
+    /// Only which paths are searched depends on them, never a score.
+    pub carried: Vec<Vec<Move>>,
 }
 
 impl Default for Evidence {
@@ -328,6 +342,7 @@ impl Default for Evidence {
             transient_bit: Box::new([[0; SquareClass::COUNT]; 64]),
             transient_time: [0; 32],
             presses: None,
+            carried: Vec::new(),
         }
     }
 }
@@ -427,9 +442,12 @@ impl<'a> Decoder<'a> {
                 .unwrap_or(0);
             -self.cfg.pocket_mismatch_nats * off as f32
         };
-        // Never positive: a pocket reading may tell drops apart, but a pocket that looks short
-        // (a hidden piece) must not create moves on an unchanged board.
-        ((cost(old - 1) - cost(old)).min(0.0), fp)
+        // At most `pocket_confirm_nats`: a pocket reading may tell drops apart, but a pocket
+        // that looks short (a hidden piece) must not create moves on an unchanged board.
+        (
+            (cost(old - 1) - cost(old)).min(self.cfg.pocket_confirm_nats),
+            fp,
+        )
     }
 
     /// Bonus for the transient classes (seen during the hand frames) that `changes` shows, not
@@ -482,6 +500,40 @@ impl<'a> Decoder<'a> {
             }
         }
         (score, fp)
+    }
+
+    /// The node after `m` from `node`, scored as the search scores it; `None` if `m` is not
+    /// legal there (or a steal promotion, which only the first move of a search may be).
+    fn grow(&self, ll: &LogLik, ev: &Evidence, node: &Node, m: Move) -> Option<Node> {
+        if matches!(m, Move::Steal { .. })
+            || !node.pos.legal_moves(self.variant).iter().any(|&l| l == m)
+        {
+            return None;
+        }
+        let mut pos = node.pos.clone();
+        pos.play(m, self.variant);
+        let changes = diff(&node.pos, &pos);
+        let (score, fp) = self.extend(ll, node, &changes);
+        let (pd, pfp) = self.pocket_term(ev, node, m);
+        let (td, shown, last_t) = self.transient_term(ev, node.shown, node.last_t, &changes);
+        let mut classes = node.classes;
+        for &(sq, c) in &changes.0[..changes.1] {
+            classes[sq.index()] = c;
+        }
+        let mut drops = node.drops;
+        if let Move::Drop { role, .. } = m {
+            drops[node.pos.turn().index()][role.index()] += 1;
+        }
+        Some(Node {
+            seq: node.seq.push(m),
+            pos,
+            classes,
+            score: score + pd + td + promotion_prior(m),
+            fp: fp.wrapping_add(pfp),
+            drops,
+            shown,
+            last_t,
+        })
     }
 
     /// Decodes `ll` (this board) with `other` (the partner board's latest reading, used to tell
@@ -581,6 +633,14 @@ impl<'a> Decoder<'a> {
             });
         }
         let max_len = (self.cfg.max_moves_per_observation as usize).min(MAX_SEQUENCE);
+        // The carried sequences' nodes, one move deeper per depth (the first moves are in the
+        // frontier already: every legal move is).
+        let mut carried: Vec<(&[Move], Node)> = ev
+            .carried
+            .iter()
+            .filter(|s| s.len() >= 2 && s.len() < max_len)
+            .filter_map(|s| Some((s.as_slice(), self.grow(ll, ev, &root, s[0])?)))
+            .collect();
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut replies = crate::engine::MoveList::new();
         for depth in 2..=max_len {
@@ -666,6 +726,24 @@ impl<'a> Decoder<'a> {
                     shown: c.shown,
                     last_t: c.last_t,
                 });
+            }
+            // The carried paths get their node of this length in whatever its score now (a
+            // whole carried sequence too: the view may show more moves after it).
+            carried.retain_mut(|(s, node)| {
+                if s.len() < depth {
+                    return false;
+                }
+                let Some(child) = self.grow(ll, ev, node, s[depth - 1]) else {
+                    return false;
+                };
+                *node = child;
+                true
+            });
+            for (_, node) in &carried {
+                if !seen.contains(&node.fp) {
+                    seen.push(node.fp);
+                    next.push(node.clone());
+                }
             }
             frontier = next;
         }
@@ -1213,6 +1291,77 @@ mod tests {
         assert_eq!(d.best.kind, HypothesisKind::Sequence);
         let ucis: Vec<_> = d.best.moves.iter().map(|m| m.to_string()).collect();
         assert_eq!(ucis, ["e2e4", "d7d5"]);
+    }
+
+    #[test]
+    fn a_path_an_earlier_view_showed_stays_in_the_search() {
+        // Regression (issue 6, `eval tracker-sim --clock` game 2): B@f7+ Kxf7 N@g5+ Ke8, four
+        // presses, ends where N@g5 alone would. The latest view shows nothing of the bishop's
+        // life, so the beam drops that path; the earlier view that showed it keeps it in.
+        let t = Table::from_fen(
+            "rnbqk1nr/pppp2pp/8/8/8/8/PPPPPPPP/RNBQKBNR[BN] w KQkq - 0 1 | \
+             rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        )
+        .unwrap();
+        let chain = ["B@f7", "e8f7", "N@g5", "f7e8"];
+        let (cfg, v) = (TrackerConfig::default(), Variant::default());
+        let obs = Observation::exact(BoardId::A, 0, &after(&t, BoardId::A, &chain), 0.0);
+        let ll = LogLik::from_observation(&obs, &cfg);
+        let mut ev = Evidence {
+            pocket: Some(PocketReading::default()),
+            presses: Some(4),
+            ..Evidence::default()
+        };
+        let decode = |ev: &Evidence| {
+            let d = Decoder::new(&t, BoardId::A, &v, &cfg, &ll).decode(&ll, None, false, ev);
+            ucis(&d.best.moves)
+        };
+        assert_eq!(decode(&ev), ["N@g5"], "without the earlier view");
+        let start = t.board(BoardId::A);
+        ev.carried = vec![self::chain(start, &chain[..2])];
+        assert_eq!(decode(&ev), chain);
+    }
+
+    #[test]
+    fn a_pocket_that_shows_a_dropped_piece_gone_tells_a_drop_from_a_walk() {
+        // Regression (issue 6, `eval tracker-sim --clock` game 17): P@e3 Kxe3 R@e7+ P@e6 and
+        // R@d7 Ke3 Rd7e7+ P@e6 end on the same squares; only White's pocket, which no longer
+        // shows the pawn, tells them apart.
+        let t = Table::from_fen(
+            "8/8/8/8/8/8/5k2/K7[PRp] w - - 0 1 | \
+             rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        )
+        .unwrap();
+        let chain = ["P@e3", "f2e3", "R@e7", "P@e6"];
+        let v = Variant::default();
+        let obs = Observation::exact(BoardId::A, 0, &after(&t, BoardId::A, &chain), 0.0);
+        // An earlier view (R on d7) showed the walk best, so it is searched too.
+        let walk = self::chain(t.board(BoardId::A), &["R@d7", "f2e3", "d7e7"]);
+        let ev = Evidence {
+            pocket: Some(PocketReading::default()),
+            presses: Some(4),
+            carried: vec![walk],
+            ..Evidence::default()
+        };
+        let decode = |confirm: f32| {
+            let cfg = TrackerConfig {
+                pocket_confirm_nats: confirm,
+                ..TrackerConfig::default()
+            };
+            let ll = LogLik::from_observation(&obs, &cfg);
+            Decoder::new(&t, BoardId::A, &v, &cfg, &ll).decode(&ll, None, false, &ev)
+        };
+        let with = decode(1.0);
+        assert_eq!(ucis(&with.best.moves), chain);
+        assert!(
+            (with.margin() - 1.0).abs() < 1e-3,
+            "margin {}",
+            with.margin()
+        );
+        assert!(
+            decode(0.0).margin().abs() < 1e-3,
+            "a tie without the pocket"
+        );
     }
 
     #[test]

@@ -343,6 +343,10 @@ pub struct TrackerConfig {
     /// Log-likelihood cost of a pocket reading that does not show the count a drop hypothesis
     /// implies (pocket readings are noisy and late, so this is mild).
     pub pocket_mismatch_nats: f32,
+    /// Most a pocket reading that shows a drop's piece gone may add to the drop's score. Small:
+    /// it tells apart sequences that end on the same squares (`P@e3 Kxe3` from a king walk),
+    /// but a pocket that looks short (a hidden piece) must not make a drop of an unchanged board.
+    pub pocket_confirm_nats: f32,
     /// Bonus for each class a move sequence shows on a square that was seen there in passing
     /// during the hand frames (tells a fast chain from a shorter one with the same end).
     pub transient_nats: f32,
@@ -423,6 +427,7 @@ impl Default for TrackerConfig {
             prior_illegal_geometry: -16.0,
             prior_in_transit_drop: -2.0,
             pocket_mismatch_nats: 4.0,
+            pocket_confirm_nats: 1.0,
             transient_nats: 1.0,
             order_nats: 0.3,
             press_mismatch_nats: 3.0,
@@ -489,6 +494,9 @@ impl TrackerConfig {
             return bad(
                 "pocket_look_levels must be a non-negative number of grey levels (0 = off)",
             );
+        }
+        if !(self.pocket_confirm_nats.is_finite() && self.pocket_confirm_nats >= 0.0) {
+            return bad("pocket_confirm_nats must be a non-negative number (0 = off)");
         }
         if self.commit_margin < 0.0
             || self.commit_margin_none < 0.0

@@ -56,6 +56,8 @@ struct KeyState {
     arrived_run: u32,
     /// Consecutive readings without an unexplained shortfall.
     clear_run: u32,
+    /// Consecutive readings showing fewer missing pieces than were reported hidden.
+    back_run: u32,
     /// The visible count as last confirmed by `CLEAR_READINGS` agreeing readings.
     seen: Option<u8>,
     /// A different visible count and how many consecutive readings showed it.
@@ -267,9 +269,19 @@ impl PocketWatcher {
                     key.clear_run += 1;
                     if key.clear_run >= CLEAR_READINGS || untouched {
                         key.hidden_since = None;
-                        // A reported piece counts as back only when the pocket shows it
-                        // (`short`), not when a hand-over on its way explains the shortfall.
-                        key.reported_hidden = key.reported_hidden.min(short);
+                    }
+                    // A reported piece counts as back only when the pocket shows it (`short`),
+                    // not when a hand-over on its way explains the shortfall, and only in
+                    // `CLEAR_READINGS` readings in a row: one noisy reading that shows it must
+                    // not make the same piece an alert again.
+                    if short < key.reported_hidden {
+                        key.back_run += 1;
+                        if key.back_run >= CLEAR_READINGS || untouched {
+                            key.reported_hidden = short;
+                            key.back_run = 0;
+                        }
+                    } else {
+                        key.back_run = 0;
                     }
                 }
             }
@@ -426,6 +438,33 @@ mod tests {
             events.extend(w.on_reading(BoardId::A, ts, &r, &t));
         }
         assert_eq!(events.len(), 1, "{events:?}");
+    }
+
+    #[test]
+    fn a_reported_hidden_piece_seen_in_one_noisy_reading_is_not_reported_again() {
+        // Regression (issue 6, `eval tracker-sim --clock` game 2): one reading in which the
+        // reader's noise showed the hidden bishop counted it as back, and the next ones reported
+        // it again, every ten seconds or so.
+        let t = table_with_white_knight_in_a_pocket();
+        let mut w = PocketWatcher::new(1000);
+        let mut events = Vec::new();
+        for ts in (0..=10_000).step_by(100) {
+            let r = if ts % 3000 == 2000 {
+                reading(1)
+            } else {
+                reading(0)
+            };
+            events.extend(w.on_reading(BoardId::A, ts, &r, &t));
+        }
+        assert_eq!(events.len(), 1, "{events:?}");
+        // Shown for three readings in a row, it is back; hidden again, it is reported again.
+        for ts in (10_100..=10_300).step_by(100) {
+            events.extend(w.on_reading(BoardId::A, ts, &reading(1), &t));
+        }
+        for ts in (10_400..=12_000).step_by(100) {
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t));
+        }
+        assert_eq!(events.len(), 2, "{events:?}");
     }
 
     #[test]

@@ -21,6 +21,8 @@ const MATE_WAIT_MS: u64 = 2000;
 const POCKET_READINGS: usize = 5;
 /// Views kept of pending presses (a chain is at most 12 moves long).
 const MAX_PRESS_VIEWS: usize = 12;
+/// Earlier best sequences kept in the search of a change under way (oldest dropped first).
+const MAX_CARRIED: usize = 8;
 
 /// The per-count median of some readings.
 fn median_reading(readings: &std::collections::VecDeque<PocketReading>) -> Option<PocketReading> {
@@ -108,6 +110,9 @@ struct BoardTrack {
     tentative: bool,
     /// What each square looked like when last confirmed (see `super::look`).
     looks: LookRefs,
+    /// The best sequences of earlier undecided decisions (newest last, see
+    /// [`Evidence::carried`]); trimmed as their moves are committed.
+    carried: Vec<Vec<crate::engine::Move>>,
 }
 
 /// The observations after a clock press on one board (see [`TrackerConfig::stall_window_ms`]).
@@ -138,6 +143,7 @@ impl BoardTrack {
             press_views: std::collections::VecDeque::new(),
             tentative: false,
             looks: LookRefs::default(),
+            carried: Vec::new(),
             open_since: None,
             prev: None,
             run: 0,
@@ -640,6 +646,7 @@ impl Tracker {
                 pocket: median_reading(&bt.pockets),
                 in_transit: self.pockets.in_transit(b),
                 presses: self.clock_feed.then_some(bt.presses),
+                carried: bt.carried.clone(),
                 ..Evidence::default()
             };
             let pos = table.board(b);
@@ -735,6 +742,19 @@ impl Tracker {
                 unexplained: decoded.disagreeing.clone(),
             });
         }
+        if !committable
+            && best.moves.len() >= 2
+            && matches!(best.kind, HypothesisKind::Sequence)
+            && !bt.carried.contains(&best.moves)
+        {
+            let moves = best.moves.clone();
+            let carried = &mut self.boards[b.index()].carried;
+            if carried.len() >= MAX_CARRIED {
+                carried.remove(0);
+            }
+            carried.push(moves);
+        }
+        let (best, bt) = (&decoded.best, &self.boards[b.index()]);
         if committable && may_wait_for_other && self.mate_waits_for_other(b, &best.moves) {
             // This would end the match while the other board, whose change ended first, is
             // not decided yet: its move came first, so wait for it (a frame or two).
@@ -976,6 +996,13 @@ impl Tracker {
             self.pockets.on_drop(b, mover, role, ts);
         }
         let bt = &mut self.boards[b.index()];
+        bt.carried.retain_mut(|s| {
+            if s.first() != Some(&mv) {
+                return false;
+            }
+            s.remove(0);
+            s.len() >= 2
+        });
         if self.clock_feed && bt.presses > 0 {
             bt.presses -= 1;
             bt.press_times.pop_front();
