@@ -88,7 +88,7 @@ struct BoardTrack {
     /// was first seen), and when the shown class last changed. Updated on every observation,
     /// hand frames included, to order the moves of a fast chain.
     shown: [SquareClass; 64],
-    /// The latest calm pocket readings (the median is used).
+    /// The latest calm pocket readings since the last hand frame (the median is used).
     pockets: std::collections::VecDeque<PocketReading>,
     /// Confirmed square changes (square, class, since) in time order, for transients.
     change_log: std::collections::VecDeque<(Square, SquareClass, u64)>,
@@ -518,6 +518,9 @@ impl Tracker {
             bt.prev = None;
             bt.run = 0;
             bt.stable = None;
+            // Pocket readings from before a hand are of an earlier state (a drop takes the
+            // piece out of the pocket): decisions weigh only those since.
+            bt.pockets.clear();
             bt.last_motion = Some(obs.ts);
             bt.open = true;
             bt.open_since.get_or_insert(obs.ts);
@@ -1804,6 +1807,44 @@ mod tests {
             }
         }
         assert_eq!(alerts, [3000]);
+    }
+
+    #[test]
+    fn a_drop_is_weighed_against_the_pocket_after_the_hands_not_before() {
+        // Regression (issue 6, `eval tracker-sim --clock` game 30): a drop captured at once
+        // (P@e3 Kxe3 Kb1, three quick presses) ends where Kb1 Ke3 does; the pawn gone from
+        // White's pocket tells them apart, but the median of the last five calm readings, four
+        // of them from before the hands, still showed it and counted against the drop.
+        let fen = "8/8/8/8/8/8/5k2/K7[P] w - - 0 1 | \
+                   rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+        let mut t = tracker(RuleSet::fics(), Some(fen));
+        let start = t.table().board(BoardId::A).clone();
+        let chain = ["P@e3", "f2e3", "a1b1"];
+        let mut ts = 0;
+        let mut ev = Vec::new();
+        let observe = |t: &mut Tracker, pos: &Position, motion: f32, pawns: u8, ts: &mut u64| {
+            let mut o = Observation::exact(BoardId::A, *ts, pos, motion);
+            let mut r = PocketReading::default();
+            r.counts[0][Role::Pawn.index()] = pawns;
+            o.pockets = Some(r);
+            *ts += 100;
+            t.observe(&o)
+        };
+        for _ in 0..5 {
+            ev.extend(observe(&mut t, &start, 0.0, 1, &mut ts));
+        }
+        // Each move under a hand that shows it (the pocket zone is not calm, not read).
+        for i in 1..=chain.len() {
+            let now = play(&start, &chain[..i]);
+            ev.extend(observe(&mut t, &now, 1.0, 1, &mut ts));
+            ev.extend(observe(&mut t, &now, 1.0, 1, &mut ts));
+            ev.extend(t.press(BoardId::A, ts - 50));
+        }
+        // One calm view of the end, then the next hand.
+        let end = play(&start, &chain);
+        ev.extend(observe(&mut t, &end, 0.0, 0, &mut ts));
+        ev.extend(observe(&mut t, &end, 1.0, 0, &mut ts));
+        assert_eq!(moves(&ev), chain, "{ev:?}");
     }
 
     #[test]
