@@ -140,6 +140,12 @@ pub enum HypothesisKind {
 /// Longest move sequence one observation can be explained by.
 pub const MAX_SEQUENCE: usize = 12;
 
+/// The share of the beam (1 / this) kept for the chains that pass through the most classes seen
+/// in passing during the hand frames: a drop captured at once (`N@g4` after `Kxf2`) shows only
+/// there, and at depth 2 a beam ranked by the latest view alone is full of "any drop plus the
+/// king's step".
+const TRANSIENT_BEAM_SHARE: usize = 2;
+
 /// Change times closer than this are not taken as an order.
 const ORDER_TOLERANCE_MS: u64 = 150;
 
@@ -688,6 +694,19 @@ impl<'a> Decoder<'a> {
             }
             // Beam: the best distinct placements go one move deeper.
             let width = self.cfg.beam_width as usize;
+            let reserved = width / TRANSIENT_BEAM_SHARE;
+            let mut rich: Vec<Candidate> = candidates
+                .iter()
+                .filter(|c| c.shown != 0)
+                .copied()
+                .collect();
+            rich.sort_unstable_by(|a, b| {
+                b.shown
+                    .count_ones()
+                    .cmp(&a.shown.count_ones())
+                    .then(b.score.total_cmp(&a.score))
+            });
+            rich.truncate(2 * reserved);
             let keep = (width * 4).min(candidates.len());
             if keep < candidates.len() {
                 candidates.select_nth_unstable_by(keep, |a, b| b.score.total_cmp(&a.score));
@@ -696,9 +715,21 @@ impl<'a> Decoder<'a> {
             candidates.sort_unstable_by(|a, b| b.score.total_cmp(&a.score));
             let mut next: Vec<Node> = Vec::with_capacity(width);
             let mut seen: Vec<u64> = Vec::with_capacity(width);
-            for c in &candidates {
+            // The transient-richest distinct placements first (up to `reserved`), then the best.
+            let mut rich_taken = 0;
+            for (is_rich, c) in rich
+                .iter()
+                .map(|c| (true, c))
+                .chain(candidates.iter().map(|c| (false, c)))
+            {
                 if next.len() >= width {
                     break;
+                }
+                if is_rich && rich_taken >= reserved {
+                    continue;
+                }
+                if is_rich && !seen.contains(&c.fp) {
+                    rich_taken += 1;
                 }
                 if seen.contains(&c.fp) {
                     continue;

@@ -1809,6 +1809,23 @@ mod tests {
         assert_eq!(alerts, [3000]);
     }
 
+    /// One exact observation of board A at `*ts` (then 100 ms on) whose pocket reading shows
+    /// `count` pieces of `role` for colour index `color` (0 White) and nothing else.
+    fn observe_pocket(
+        t: &mut Tracker,
+        pos: &Position,
+        motion: f32,
+        (color, role, count): (usize, Role, u8),
+        ts: &mut u64,
+    ) -> Vec<Event> {
+        let mut o = Observation::exact(BoardId::A, *ts, pos, motion);
+        let mut r = PocketReading::default();
+        r.counts[color][role.index()] = count;
+        o.pockets = Some(r);
+        *ts += 100;
+        t.observe(&o)
+    }
+
     #[test]
     fn a_drop_is_weighed_against_the_pocket_after_the_hands_not_before() {
         // Regression (issue 6, `eval tracker-sim --clock` game 30): a drop captured at once
@@ -1823,12 +1840,7 @@ mod tests {
         let mut ts = 0;
         let mut ev = Vec::new();
         let observe = |t: &mut Tracker, pos: &Position, motion: f32, pawns: u8, ts: &mut u64| {
-            let mut o = Observation::exact(BoardId::A, *ts, pos, motion);
-            let mut r = PocketReading::default();
-            r.counts[0][Role::Pawn.index()] = pawns;
-            o.pockets = Some(r);
-            *ts += 100;
-            t.observe(&o)
+            observe_pocket(t, pos, motion, (0, Role::Pawn, pawns), ts)
         };
         for _ in 0..5 {
             ev.extend(observe(&mut t, &start, 0.0, 1, &mut ts));
@@ -1841,6 +1853,37 @@ mod tests {
             ev.extend(t.press(BoardId::A, ts - 50));
         }
         // One calm view of the end, then the next hand.
+        let end = play(&start, &chain);
+        ev.extend(observe(&mut t, &end, 0.0, 0, &mut ts));
+        ev.extend(observe(&mut t, &end, 1.0, 0, &mut ts));
+        assert_eq!(moves(&ev), chain, "{ev:?}");
+    }
+
+    #[test]
+    fn a_drop_captured_at_once_and_seen_only_under_the_hands_stays_in_the_search() {
+        // Regression (issue 6, `eval tracker-sim --clock` game 30): Nxf2 Kxf2 N@g4 Ke2 in four
+        // quick presses ends where Nxf2 Ke2 Nf2g4 does. Only the hand frames showed the king on
+        // f2; ranked by the last view alone, "any knight drop plus Ke2" filled the beam at
+        // depth 2 and the true chain was never scored.
+        let fen = "4k3/8/8/8/6n1/8/5P2/4K3[n] b - - 0 1 | \
+                   rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+        let mut t = tracker(RuleSet::fics(), Some(fen));
+        let start = t.table().board(BoardId::A).clone();
+        let chain = ["g4f2", "e1f2", "N@g4", "f2e2"];
+        let mut ts = 0;
+        let mut ev = Vec::new();
+        let observe = |t: &mut Tracker, pos: &Position, motion: f32, knights: u8, ts: &mut u64| {
+            observe_pocket(t, pos, motion, (1, Role::Knight, knights), ts)
+        };
+        for _ in 0..5 {
+            ev.extend(observe(&mut t, &start, 0.0, 1, &mut ts));
+        }
+        for i in 1..=chain.len() {
+            let now = play(&start, &chain[..i]);
+            ev.extend(observe(&mut t, &now, 1.0, 1, &mut ts));
+            ev.extend(observe(&mut t, &now, 1.0, 1, &mut ts));
+            ev.extend(t.press(BoardId::A, ts - 50));
+        }
         let end = play(&start, &chain);
         ev.extend(observe(&mut t, &end, 0.0, 0, &mut ts));
         ev.extend(observe(&mut t, &end, 1.0, 0, &mut ts));
