@@ -1809,21 +1809,38 @@ mod tests {
         assert_eq!(alerts, [3000]);
     }
 
-    /// One exact observation of board A at `*ts` (then 100 ms on) whose pocket reading shows
-    /// `count` pieces of `role` for colour index `color` (0 White) and nothing else.
-    fn observe_pocket(
-        t: &mut Tracker,
-        pos: &Position,
-        motion: f32,
-        (color, role, count): (usize, Role, u8),
-        ts: &mut u64,
-    ) -> Vec<Event> {
-        let mut o = Observation::exact(BoardId::A, *ts, pos, motion);
-        let mut r = PocketReading::default();
-        r.counts[color][role.index()] = count;
-        o.pockets = Some(r);
-        *ts += 100;
-        t.observe(&o)
+    /// Board A of `fen` plays `chain` at premove pace with a clock: five calm frames, each move
+    /// shown under a hand (two frames) and pressed, one calm view of the end, the next hand.
+    /// The pocket reader shows one piece of `role` for colour index `color` (0 White) until the
+    /// hands and none after: the chain drops it.
+    fn quick_chain_dropping(fen: &str, chain: &[&str], (color, role): (usize, Role)) -> Vec<Event> {
+        let mut t = tracker(RuleSet::fics(), Some(fen));
+        let start = t.table().board(BoardId::A).clone();
+        let mut ts = 0;
+        let mut observe = |t: &mut Tracker, pos: &Position, motion: f32, count: u8| {
+            let mut o = Observation::exact(BoardId::A, ts, pos, motion);
+            let mut r = PocketReading::default();
+            r.counts[color][role.index()] = count;
+            o.pockets = Some(r);
+            ts += 100;
+            (t.observe(&o), ts)
+        };
+        let mut ev = Vec::new();
+        for _ in 0..5 {
+            ev.extend(observe(&mut t, &start, 0.0, 1).0);
+        }
+        // The pocket zone is not calm under the hands, so it is not read then.
+        for i in 1..=chain.len() {
+            let now = play(&start, &chain[..i]);
+            ev.extend(observe(&mut t, &now, 1.0, 1).0);
+            let (more, now_ts) = observe(&mut t, &now, 1.0, 1);
+            ev.extend(more);
+            ev.extend(t.press(BoardId::A, now_ts - 50));
+        }
+        let end = play(&start, chain);
+        ev.extend(observe(&mut t, &end, 0.0, 0).0);
+        ev.extend(observe(&mut t, &end, 1.0, 0).0);
+        ev
     }
 
     #[test]
@@ -1834,28 +1851,8 @@ mod tests {
         // of them from before the hands, still showed it and counted against the drop.
         let fen = "8/8/8/8/8/8/5k2/K7[P] w - - 0 1 | \
                    rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
-        let mut t = tracker(RuleSet::fics(), Some(fen));
-        let start = t.table().board(BoardId::A).clone();
         let chain = ["P@e3", "f2e3", "a1b1"];
-        let mut ts = 0;
-        let mut ev = Vec::new();
-        let observe = |t: &mut Tracker, pos: &Position, motion: f32, pawns: u8, ts: &mut u64| {
-            observe_pocket(t, pos, motion, (0, Role::Pawn, pawns), ts)
-        };
-        for _ in 0..5 {
-            ev.extend(observe(&mut t, &start, 0.0, 1, &mut ts));
-        }
-        // Each move under a hand that shows it (the pocket zone is not calm, not read).
-        for i in 1..=chain.len() {
-            let now = play(&start, &chain[..i]);
-            ev.extend(observe(&mut t, &now, 1.0, 1, &mut ts));
-            ev.extend(observe(&mut t, &now, 1.0, 1, &mut ts));
-            ev.extend(t.press(BoardId::A, ts - 50));
-        }
-        // One calm view of the end, then the next hand.
-        let end = play(&start, &chain);
-        ev.extend(observe(&mut t, &end, 0.0, 0, &mut ts));
-        ev.extend(observe(&mut t, &end, 1.0, 0, &mut ts));
+        let ev = quick_chain_dropping(fen, &chain, (0, Role::Pawn));
         assert_eq!(moves(&ev), chain, "{ev:?}");
     }
 
@@ -1867,26 +1864,8 @@ mod tests {
         // depth 2 and the true chain was never scored.
         let fen = "4k3/8/8/8/6n1/8/5P2/4K3[n] b - - 0 1 | \
                    rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
-        let mut t = tracker(RuleSet::fics(), Some(fen));
-        let start = t.table().board(BoardId::A).clone();
         let chain = ["g4f2", "e1f2", "N@g4", "f2e2"];
-        let mut ts = 0;
-        let mut ev = Vec::new();
-        let observe = |t: &mut Tracker, pos: &Position, motion: f32, knights: u8, ts: &mut u64| {
-            observe_pocket(t, pos, motion, (1, Role::Knight, knights), ts)
-        };
-        for _ in 0..5 {
-            ev.extend(observe(&mut t, &start, 0.0, 1, &mut ts));
-        }
-        for i in 1..=chain.len() {
-            let now = play(&start, &chain[..i]);
-            ev.extend(observe(&mut t, &now, 1.0, 1, &mut ts));
-            ev.extend(observe(&mut t, &now, 1.0, 1, &mut ts));
-            ev.extend(t.press(BoardId::A, ts - 50));
-        }
-        let end = play(&start, &chain);
-        ev.extend(observe(&mut t, &end, 0.0, 0, &mut ts));
-        ev.extend(observe(&mut t, &end, 1.0, 0, &mut ts));
+        let ev = quick_chain_dropping(fen, &chain, (1, Role::Knight));
         assert_eq!(moves(&ev), chain, "{ev:?}");
     }
 
