@@ -111,7 +111,8 @@ struct BoardTrack {
     /// What each square looked like when last confirmed (see `super::look`).
     looks: LookRefs,
     /// The best sequences of earlier undecided decisions (newest last, see
-    /// [`Evidence::carried`]); trimmed as their moves are committed.
+    /// [`Evidence::carried`]); trimmed as their moves are committed, cleared when the board is
+    /// decided unchanged.
     carried: Vec<Vec<crate::engine::Move>>,
 }
 
@@ -829,6 +830,8 @@ impl Tracker {
             bt.last_motion = None;
             bt.decided_ts = ts;
             bt.undecided_since = None;
+            // Nothing changed after all: the chains earlier views suggested are over.
+            bt.carried.clear();
             if self.clock_feed {
                 bt.presses = 0;
                 bt.press_times.clear();
@@ -1867,6 +1870,23 @@ mod tests {
         let chain = ["g4f2", "e1f2", "N@g4", "f2e2"];
         let ev = quick_chain_dropping(fen, &chain, (1, Role::Knight));
         assert_eq!(moves(&ev), chain, "{ev:?}");
+    }
+
+    #[test]
+    fn chains_carried_from_earlier_views_end_when_the_board_is_decided_unchanged() {
+        let mut t = tracker(RuleSet::fics(), None);
+        let start = t.table().board(BoardId::A).clone();
+        let mut ts = 0;
+        feed(&mut t, BoardId::A, &start, 4, 0.0, &mut ts);
+        // As if an earlier view had shown e4 e5 best without deciding it.
+        t.boards[0].carried = vec![vec![
+            start.parse_uci("e2e4").unwrap(),
+            play(&start, &["e2e4"]).parse_uci("e7e5").unwrap(),
+        ]];
+        // A hand, and the board stays as it was.
+        let ev = make_move(&mut t, BoardId::A, &start, &mut ts);
+        assert!(moves(&ev).is_empty(), "{ev:?}");
+        assert!(t.boards[0].carried.is_empty());
     }
 
     #[test]
