@@ -69,9 +69,7 @@ struct BoardTrack {
     open_since: Option<u64>,
     /// The latest hand frame (or clock press) since the last decision: when the change ended.
     last_motion: Option<u64>,
-    /// Clock presses not yet matched by committed moves.
-    presses: u32,
-    /// When each of those presses came, oldest first.
+    /// When each clock press not yet matched by a committed move came, oldest first.
     press_times: std::collections::VecDeque<u64>,
     /// Moves committed (with a clock feed) before their press arrived, e.g. a fast reply seen
     /// together with the move before it: the next presses complete them instead of waiting
@@ -129,6 +127,11 @@ struct PressWindow {
 }
 
 impl BoardTrack {
+    /// Clock presses not yet matched by committed moves.
+    fn presses(&self) -> u32 {
+        self.press_times.len() as u32
+    }
+
     fn new(pos: &crate::engine::Position) -> BoardTrack {
         BoardTrack {
             shown: std::array::from_fn(|i| {
@@ -153,7 +156,6 @@ impl BoardTrack {
             stable_ts: 0,
             open: false,
             last_motion: None,
-            presses: 0,
             press_times: std::collections::VecDeque::new(),
             ahead: 0,
             unexplained_since: None,
@@ -308,7 +310,7 @@ impl Tracker {
             self.applied.push(press.clone());
             return self.referee.apply(press);
         }
-        if bt.presses > 0 {
+        if bt.presses() > 0 {
             // The previous press's window closes: keep what the board showed after it.
             let view = bt.window.take().and_then(|w| w.view).map(|(_, ll)| ll);
             if bt.press_views.len() == MAX_PRESS_VIEWS {
@@ -316,7 +318,6 @@ impl Tracker {
             }
             bt.press_views.push_back(view);
         }
-        bt.presses += 1;
         bt.press_times.push_back(ts);
         bt.last_motion = Some(ts);
         bt.open = true;
@@ -341,7 +342,7 @@ impl Tracker {
         let mut events = Vec::new();
         for b in [BoardId::A, BoardId::B] {
             let bt = &mut self.boards[b.index()];
-            if !self.clock_feed || bt.presses == 0 {
+            if !self.clock_feed || bt.presses() == 0 {
                 continue;
             }
             if let Some((_, ts, ll)) = bt.window.as_mut().and_then(|w| w.best.take()) {
@@ -354,7 +355,7 @@ impl Tracker {
     /// Closes the press window of `b` once no press is pending any more.
     fn close_window_if_done(&mut self, b: BoardId) {
         let bt = &mut self.boards[b.index()];
-        if bt.presses == 0 {
+        if bt.presses() == 0 {
             bt.window = None;
             bt.press_views.clear();
         }
@@ -439,7 +440,7 @@ impl Tracker {
             }
             return Vec::new();
         }
-        if bt.presses == 0 {
+        if bt.presses() == 0 {
             bt.window = None;
             return Vec::new();
         }
@@ -572,7 +573,7 @@ impl Tracker {
         bt.stable = Some(mean);
         bt.stable_ts = obs.ts;
         let due = if self.clock_feed {
-            bt.presses > 0 || bt.lost || (bt.open && bt.unexplained_since.is_some())
+            bt.presses() > 0 || bt.lost || (bt.open && bt.unexplained_since.is_some())
         } else {
             bt.open || bt.lost
         };
@@ -635,7 +636,7 @@ impl Tracker {
         if may_wait_for_other
             && them.open
             && them.stable.is_some()
-            && (!self.clock_feed || them.presses > 0)
+            && (!self.clock_feed || them.presses() > 0)
             && them.last_motion.unwrap_or(u64::MAX) < me.last_motion.unwrap_or(u64::MAX)
         {
             events.extend(self.decide(b.other(), false));
@@ -649,7 +650,7 @@ impl Tracker {
             let mut ev = Evidence {
                 pocket: median_reading(&bt.pockets),
                 in_transit: self.pockets.in_transit(b),
-                presses: self.clock_feed.then_some(bt.presses),
+                presses: self.clock_feed.then_some(bt.presses()),
                 carried: bt.carried.clone(),
                 ..Evidence::default()
             };
@@ -672,7 +673,7 @@ impl Tracker {
         // A pending clock press says a move was made: "no change" and runner-ups need less
         // beating (`commit_margin_pressed`), but only for as many moves as were pressed: more
         // moves than presses claim moves no press vouches for yet.
-        let presses = self.boards[b.index()].presses;
+        let presses = self.boards[b.index()].presses();
         let pressed = self.clock_feed && presses > 0;
         let vouched = pressed && decoded.best.moves.len() <= presses as usize;
         let (margin_min, none_min) = if vouched {
@@ -735,7 +736,7 @@ impl Tracker {
                 board: b,
                 ts,
                 tentative: bt.tentative,
-                presses: bt.presses,
+                presses: bt.presses(),
                 kind: format!("{:?}", best.kind),
                 best: ucis(best),
                 score: best.score,
@@ -787,7 +788,7 @@ impl Tracker {
                 best.moves.clone()
             };
             let before = self.referee.table().to_fen();
-            let (pending, count) = (bt.presses, moves.len() as u32);
+            let (pending, count) = (bt.presses(), moves.len() as u32);
             for mv in moves {
                 events.extend(self.commit(b, mv, ts));
             }
@@ -833,7 +834,6 @@ impl Tracker {
             // Nothing changed after all: the chains earlier views suggested are over.
             bt.carried.clear();
             if self.clock_feed {
-                bt.presses = 0;
                 bt.press_times.clear();
                 bt.press_views.clear();
             }
@@ -943,7 +943,7 @@ impl Tracker {
         let earlier = them.open
             && recent
             && them.last_motion.unwrap_or(u64::MAX) < me.last_motion.unwrap_or(u64::MAX)
-            && (!self.clock_feed || them.presses > 0);
+            && (!self.clock_feed || them.presses() > 0);
         if !earlier {
             return false;
         }
@@ -1009,8 +1009,7 @@ impl Tracker {
             s.remove(0);
             s.len() >= 2
         });
-        if self.clock_feed && bt.presses > 0 {
-            bt.presses -= 1;
+        if self.clock_feed && bt.presses() > 0 {
             bt.press_times.pop_front();
             let press = TimedAction {
                 ts: Some(ts),
@@ -1771,7 +1770,7 @@ mod tests {
             )),
             "{late:?}"
         );
-        assert_eq!(t.boards[0].presses, 0);
+        assert_eq!(t.boards[0].presses(), 0);
         let applied = t.take_applied();
         assert!(matches!(
             applied.last().map(|a| &a.action),
