@@ -10,6 +10,7 @@ use tandem_monitor::sim::game::{
     FrameTruth, GameInfo, GameOptions, IncidentKind, IncidentRequest, plan_game, render_game,
     time_moves,
 };
+use tandem_monitor::sim::scene::PieceSpot;
 use tandem_monitor::sim::{PieceSet, SimSettings, TableLayout, Variation};
 
 const GAME: &str = "fixtures/games/fics-1921708.bpgn";
@@ -281,31 +282,73 @@ fn every_incident_kind_is_planned_with_its_frames() {
     assert_eq!(dm.move_index + 1, json.moves);
 }
 
+/// The fixture game planned with one incident of `kind`.
+fn plan_with(kind: IncidentKind) -> tandem_monitor::sim::game::GamePlan {
+    let req = [IncidentRequest { kind, at_move: 0 }];
+    plan_game(&game(), &TableLayout::default(), HEIGHTS, &req, 3, None).expect("plan")
+}
+
 #[test]
-fn late_and_hidden_handovers_keep_the_piece_out_of_the_pocket() {
-    for kind in [IncidentKind::MissingHandover, IncidentKind::HiddenPocket] {
-        let req = [IncidentRequest { kind, at_move: 0 }];
-        let plan =
-            plan_game(&game(), &TableLayout::default(), HEIGHTS, &req, 3, None).expect("plan");
-        let inc = &plan.incidents[0];
-        let m = &plan.moves[inc.move_index];
-        let partner = 1 - m.board;
-        let pocket_count = |t: f64| {
-            plan.pieces
-                .iter()
-                .filter(|p| {
-                    matches!(p.pose(t).spot, tandem_monitor::sim::scene::PieceSpot::Pocket { board, .. } if board == partner)
-                })
-                .count()
-        };
-        let mid = (inc.ts_ms[0] + inc.ts_ms[1]) as f64 / 2000.0;
-        let after = inc.ts_ms[1] as f64 / 1000.0 + 0.05;
-        assert!(inc.ts_ms[1] - inc.ts_ms[0] >= 900, "{kind:?} lasts");
-        assert!(
-            pocket_count(after) > pocket_count(mid),
-            "{kind:?}: the piece reaches the pocket only at the end"
-        );
-    }
+fn a_late_handover_keeps_the_piece_out_of_the_partners_pocket() {
+    let plan = plan_with(IncidentKind::MissingHandover);
+    let inc = &plan.incidents[0];
+    let m = &plan.moves[inc.move_index];
+    let partner = 1 - m.board;
+    let pocket_count = |t: f64| {
+        plan.pieces
+            .iter()
+            .filter(
+                |p| matches!(p.pose(t).spot, PieceSpot::Pocket { board, .. } if board == partner),
+            )
+            .count()
+    };
+    let mid = (inc.ts_ms[0] + inc.ts_ms[1]) as f64 / 2000.0;
+    let after = inc.ts_ms[1] as f64 / 1000.0 + 0.05;
+    assert!(inc.ts_ms[1] - inc.ts_ms[0] >= 900, "the incident lasts");
+    assert!(
+        pocket_count(after) > pocket_count(mid),
+        "the piece reaches the pocket only at the end"
+    );
+}
+
+#[test]
+fn a_hidden_pocket_piece_leaves_the_owners_zone_for_his_hand_and_comes_back() {
+    let plan = plan_with(IncidentKind::HiddenPocket);
+    let inc = &plan.incidents[0];
+    let m = &plan.moves[inc.move_index];
+    let (b, side) = (m.board, m.side);
+    // The mover's own zone on his own board (rule 004 §5c: pieces "in der Hand" hidden).
+    let own = |t: f64| -> Vec<usize> {
+        (0..plan.pieces.len())
+            .filter(|&i| {
+                matches!(plan.pieces[i].pose(t).spot,
+                    PieceSpot::Pocket { board, side: s, .. } if board == b && s == side)
+            })
+            .collect()
+    };
+    let t0 = inc.ts_ms[0] as f64 / 1000.0;
+    let t1 = inc.ts_ms[1] as f64 / 1000.0;
+    assert!(t0 >= m.press, "hidden after the press");
+    assert!(
+        t1 - t0 >= 4.0,
+        "long enough to outlast a 3-s grace: {t0}..{t1}"
+    );
+    let before = own(t0 - 0.05);
+    let during = own((t0 + t1) / 2.0);
+    let after = own(t1 + 0.05);
+    // Exactly one piece of the zone is gone meanwhile (a partner's capture may arrive).
+    let hidden: Vec<usize> = before
+        .iter()
+        .copied()
+        .filter(|p| !during.contains(p))
+        .collect();
+    assert_eq!(hidden.len(), 1);
+    let h = hidden[0];
+    assert_eq!(plan.pieces[h].pose((t0 + t1) / 2.0).spot, PieceSpot::InHand);
+    assert!(after.contains(&h), "the same piece is back in the zone");
+    assert!(before.iter().all(|p| after.contains(p)));
+    // It is still the owner's piece.
+    assert_eq!(plan.pieces[h].pose(t1 + 0.05).piece.side, side);
 }
 
 #[test]

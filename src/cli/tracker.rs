@@ -150,8 +150,13 @@ fn tracker_sim(args: TrackerSimArgs) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
+        let by_kind: Vec<String> = report
+            .incidents_by_kind
+            .iter()
+            .map(|(kind, k)| format!("{kind} {}/{}", k.detected, k.injected))
+            .collect();
         println!(
-            "games {} (skipped {}), moves right {}/{} ({:.4}), games all right {} ({:.3}), desyncs {}, false alerts {}, incidents {}/{}, latency p50 {:.3} ms p99 {:.3} ms",
+            "games {} (skipped {}), moves right {}/{} ({:.4}), games all right {} ({:.3}), desyncs {}, false alerts {}, incidents {}/{} [{}], latency p50 {:.3} ms p99 {:.3} ms",
             report.games,
             report.skipped.len(),
             report.moves_right,
@@ -163,6 +168,7 @@ fn tracker_sim(args: TrackerSimArgs) -> anyhow::Result<()> {
             report.false_alerts,
             report.incidents_detected,
             report.incidents_injected,
+            by_kind.join(", "),
             report.latency_ms_p50,
             report.latency_ms_p99
         );

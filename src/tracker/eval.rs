@@ -7,6 +7,7 @@
 //! match no injected incident. Latency is the wall time of the `observe` call that received the
 //! stable observation and returned the move event.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -60,6 +61,8 @@ pub struct GameReport {
     pub false_alerts: usize,
     pub incidents_injected: usize,
     pub incidents_detected: usize,
+    /// The same two counts per incident kind (`hidden_pocket`, `handover_missing`).
+    pub incidents_by_kind: BTreeMap<String, KindRecall>,
     /// Observations fed to the tracker.
     pub observations: usize,
     /// With [`EvalOptions::trace`]: one JSON object per line to write, each with this game's
@@ -85,11 +88,29 @@ pub struct EvalReport {
     pub incidents_injected: usize,
     pub incidents_detected: usize,
     pub incident_recall: Option<f64>,
+    /// Injected, detected and recall per incident kind: the target holds for every kind.
+    pub incidents_by_kind: BTreeMap<String, KindRecall>,
     pub latency_samples: usize,
     pub latency_ms_p50: f64,
     pub latency_ms_p99: f64,
     pub latency_ms_max: f64,
     pub per_game: Vec<GameReport>,
+}
+
+/// Detection of one kind of injected incident; `recall` is `None` when none was injected.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KindRecall {
+    pub injected: usize,
+    pub detected: usize,
+    pub recall: Option<f64>,
+}
+
+impl KindRecall {
+    fn add(&mut self, injected: usize, detected: usize) {
+        self.injected += injected;
+        self.detected += detected;
+        self.recall = (self.injected > 0).then(|| self.detected as f64 / self.injected as f64);
+    }
 }
 
 /// Longest common subsequence length: moves right in order, a missed or extra move counted once.
@@ -171,6 +192,7 @@ pub fn eval_game(
         .filter(|i| i.end.saturating_sub(i.start) >= grace + 1000)
         .collect();
     let mut detected = 0;
+    let mut by_kind: BTreeMap<String, KindRecall> = BTreeMap::new();
     let mut matched_events = vec![false; events.len()];
     for inc in &detectable {
         let hit = events.iter().enumerate().position(|(k, e)| {
@@ -192,6 +214,10 @@ pub fn eval_game(
             matched_events[k] = true;
             detected += 1;
         }
+        by_kind
+            .entry(inc.kind.clone())
+            .or_default()
+            .add(1, usize::from(hit.is_some()));
     }
     let mut desyncs = 0;
     let mut false_alerts = 0;
@@ -248,6 +274,7 @@ pub fn eval_game(
         false_alerts,
         incidents_injected: detectable.len(),
         incidents_detected: detected,
+        incidents_by_kind: by_kind,
         observations: sim.observations.len(),
         trace,
     };
@@ -290,6 +317,15 @@ pub fn eval_games(games: &[BpgnGame], opts: &EvalOptions) -> EvalReport {
     let games_all_right = per_game.iter().filter(|g| g.all_right).count();
     let incidents_injected = sum(|g| g.incidents_injected);
     let incidents_detected = sum(|g| g.incidents_detected);
+    let mut incidents_by_kind: BTreeMap<String, KindRecall> = BTreeMap::new();
+    for g in &per_game {
+        for (kind, k) in &g.incidents_by_kind {
+            incidents_by_kind
+                .entry(kind.clone())
+                .or_default()
+                .add(k.injected, k.detected);
+        }
+    }
     EvalReport {
         games: per_game.len(),
         skipped,
@@ -304,6 +340,7 @@ pub fn eval_games(games: &[BpgnGame], opts: &EvalOptions) -> EvalReport {
         incidents_detected,
         incident_recall: (incidents_injected > 0)
             .then(|| incidents_detected as f64 / incidents_injected as f64),
+        incidents_by_kind,
         latency_samples: latencies.len(),
         latency_ms_p50: percentile(&latencies, 0.5),
         latency_ms_p99: percentile(&latencies, 0.99),
@@ -351,6 +388,34 @@ mod tests {
         .0;
         assert_eq!(alone.moves_right, game.moves_right);
         assert!(alone.trace.is_empty());
+    }
+
+    #[test]
+    fn incidents_are_counted_per_kind_as_well_as_in_all() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/games/fics-64.bpgn");
+        let games = crate::engine::bpgn::parse_bpgn(&std::fs::read(path).unwrap()).unwrap();
+        let mut opts = EvalOptions {
+            clock: true,
+            ..EvalOptions::default()
+        };
+        opts.sim.handover_missing_rate = 0.5;
+        opts.sim.hidden_pocket_rate = 0.1;
+        let report = eval_games(&games[..4], &opts);
+        let kinds: Vec<&str> = report
+            .incidents_by_kind
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(kinds, ["handover_missing", "hidden_pocket"]);
+        let injected: usize = report.incidents_by_kind.values().map(|k| k.injected).sum();
+        let detected: usize = report.incidents_by_kind.values().map(|k| k.detected).sum();
+        assert_eq!(injected, report.incidents_injected);
+        assert_eq!(detected, report.incidents_detected);
+        for k in report.incidents_by_kind.values() {
+            assert!(k.detected <= k.injected);
+            assert_eq!(k.recall, Some(k.detected as f64 / k.injected as f64));
+        }
     }
 
     #[test]

@@ -235,10 +235,6 @@ enum Handover {
     Late {
         delay: f64,
     },
-    /// Kept in the capturer's hand (hand hovering at the table edge) for `delay` s.
-    InHand {
-        delay: f64,
-    },
 }
 
 /// Per-move incident decisions.
@@ -248,6 +244,9 @@ struct MoveMods {
     slide: bool,
     /// Illegal king step played and taken back before the real move.
     illegal: Option<(Square, Square)>,
+    /// After the press the mover takes a piece out of his own pocket zone and keeps it in the
+    /// hand, out of the opponent's sight (rule texts 000 §7(3), 004 §5c), for this many seconds.
+    hide: Option<f64>,
     incident: Option<usize>,
 }
 
@@ -360,19 +359,6 @@ impl<'a> Planner<'a> {
         };
         slots[i].piece = Some(piece);
         i
-    }
-
-    fn free_slot_of(&mut self, piece: usize, t: f64) {
-        for b in &mut self.slots {
-            for s in b.iter_mut() {
-                for slot in s.iter_mut() {
-                    if slot.piece == Some(piece) {
-                        slot.piece = None;
-                        slot.free_at = t;
-                    }
-                }
-            }
-        }
     }
 
     fn button(&self, b: usize, side: Side) -> Vec3 {
@@ -498,8 +484,13 @@ impl<'a> Planner<'a> {
                         _ => PieceSpot::InHand,
                     };
                     self.pieces[p].push(PieceKey { t, spot, ..last });
-                    if let PieceSpot::Pocket { .. } = last.spot {
-                        self.free_slot_of(p, t);
+                    if let PieceSpot::Pocket { board, side, slot } = last.spot {
+                        // Only the slot it leaves: a slot it is planned to return to stays taken.
+                        let s = &mut self.slots[board][side as usize][slot];
+                        if s.piece == Some(p) {
+                            s.piece = None;
+                            s.free_at = t;
+                        }
                     }
                     held.push((p, palm - last.pos, spot));
                 }
@@ -584,6 +575,85 @@ impl<'a> Planner<'a> {
     fn piece_on(&self, b: usize, sq: Square) -> Result<usize, SimError> {
         self.on_square[b][sq.index()]
             .ok_or_else(|| SimError::Config(format!("no physical piece on {sq} of board {b}")))
+    }
+
+    /// Ways (after the press at `press`) of taking a piece out of (b, side)'s own pocket zone,
+    /// holding it at the table edge for `delay` s and putting it back into the zone. The piece
+    /// is the one standing there longest (failing that the first to arrive, waited for), not
+    /// the piece this move drops (its slot is freed only when the ways are performed);
+    /// returns the index of the grabbing way.
+    fn hide_own_piece(
+        &mut self,
+        ways: &mut Vec<Way>,
+        b: usize,
+        side: Side,
+        press: f64,
+        delay: f64,
+        dropped: Option<usize>,
+    ) -> Result<usize, SimError> {
+        let p = self.slots[b][side as usize]
+            .iter()
+            .filter_map(|s| s.piece)
+            .filter(|&p| Some(p) != dropped)
+            .min_by(|&x, &y| {
+                let late = |p: usize| (self.landed[p] - press).max(0.0);
+                late(x)
+                    .total_cmp(&late(y))
+                    .then(self.landed[x].total_cmp(&self.landed[y]))
+            })
+            .ok_or_else(|| {
+                SimError::Config(format!(
+                    "hidden-pocket: no piece stands in the pocket of board {b} to hide"
+                ))
+            })?;
+        let wait = self.landed[p] + 0.2 - press;
+        let from = self.button(b, side);
+        if wait > 0.0 {
+            ways.push(Way {
+                dt: wait,
+                palm: Some(from + Vec3::new(0.0, 0.0, 0.05)),
+                ev: Ev::None,
+            });
+        }
+        let grab = ways.len();
+        let palm = self.grab(ways, from, p);
+        let s = if self.layout.sits_near(b, side) {
+            -1.0
+        } else {
+            1.0
+        };
+        let hover = Vec3::new(
+            self.layout.board_centre(b).x,
+            s * (self.layout.table_size[1] * 0.5 + 0.02),
+            0.14,
+        );
+        ways.push(Way {
+            dt: 0.2 + 0.6 * dist(palm, hover).min(1.2),
+            palm: Some(hover),
+            ev: Ev::None,
+        });
+        ways.push(Way {
+            dt: delay,
+            palm: Some(hover + Vec3::new(0.0, 0.0, 0.01)),
+            ev: Ev::None,
+        });
+        let kind = self.pieces[p].last().piece;
+        let back = press + wait.max(0.0) + delay + 1.0;
+        let slot = self.take_slot(b, side, p, back);
+        let (at, _) = self.slot_pose(b, side, slot);
+        self.put(
+            ways,
+            hover,
+            p,
+            at,
+            PieceSpot::Pocket {
+                board: b,
+                side,
+                slot,
+            },
+            kind,
+        );
+        Ok(grab)
     }
 
     /// A physical piece of `kind` in (b, side)'s pocket, the earliest landed first; failing
@@ -801,6 +871,7 @@ pub fn plan_game(
             palm = pl.grab(&mut ways, palm, c);
         }
         let mut moved: Vec<(usize, Square, Square, Piece)> = Vec::new();
+        let mut dropped = None;
         match m.mv {
             Move::Normal {
                 from,
@@ -849,6 +920,7 @@ pub fn plan_game(
                     role,
                 });
                 let p = pl.pocket_piece(b, side, kind)?;
+                dropped = Some(p);
                 earliest = earliest.max(pl.landed[p]);
                 palm = pl.grab(&mut ways, palm, p);
                 let (at, _) = pl.square_pose(b, to.index(), side);
@@ -978,41 +1050,15 @@ pub fn plan_game(
                     spans.push((a, a));
                     deferred.push((i, m.press + delay, c, delay));
                 }
-                Handover::InHand { delay } => {
-                    let s = if layout.sits_near(b, side) { -1.0 } else { 1.0 };
-                    let hover = Vec3::new(
-                        layout.board_centre(b).x,
-                        s * (layout.table_size[1] * 0.5 + 0.02),
-                        0.14,
-                    );
-                    after_press.push(Way {
-                        dt: 0.4,
-                        palm: Some(hover),
-                        ev: Ev::None,
-                    });
-                    after_press.push(Way {
-                        dt: delay,
-                        palm: Some(hover + Vec3::new(0.0, 0.0, 0.01)),
-                        ev: Ev::None,
-                    });
-                    let slot = pl.take_slot(ob, kind.side, c, m.press + delay);
-                    let (at, _) = pl.slot_pose(ob, kind.side, slot);
-                    pl.put(
-                        &mut after_press,
-                        hover,
-                        c,
-                        at,
-                        PieceSpot::Pocket {
-                            board: ob,
-                            side: kind.side,
-                            slot,
-                        },
-                        kind,
-                    );
-                }
             }
         }
         pl.press(&mut ways, palm, b, side, Some(i));
+        let hide_grab = match md.hide {
+            Some(delay) => {
+                Some(pl.hide_own_piece(&mut after_press, b, side, m.press, delay, dropped)?)
+            }
+            None => None,
+        };
         pl.clocks[b] = m.remaining;
         let press_way = ways.len() - 1;
         let n_after = after_press.len();
@@ -1028,7 +1074,9 @@ pub fn plan_game(
             let last = times.len() - 1;
             inc.ts_ms = match inc.kind {
                 IncidentKind::HiddenPocket => {
-                    [ms(times[press_way]), ms(times[press_way + n_after])]
+                    // From taking the piece out of the zone until it stands there again.
+                    let grab = press_way + 1 + hide_grab.unwrap_or(0);
+                    [ms(times[grab]), ms(times[press_way + n_after])]
                 }
                 IncidentKind::MissingHandover => {
                     let t = spans.first().map_or(times[press_way], |s| times[s.0 + 1]);
@@ -1165,7 +1213,57 @@ fn choose_incident(
                 ),
             );
         }
-        IncidentKind::MissingHandover | IncidentKind::HiddenPocket => {
+        IncidentKind::HiddenPocket => {
+            // Long enough to outlast the tracker's 3-s pocket grace with room to spare.
+            let want: f64 = 6.0;
+            let mut best: Option<(usize, f64)> = None;
+            for i in r.at_move..n {
+                if taken(mods, i) || mods[i].slide || mods[i].illegal.is_some() {
+                    continue;
+                }
+                let m = &moves[i];
+                let after = match moves.get(i + 1) {
+                    Some(next) => next.before.clone(),
+                    None => {
+                        let mut t = m.before.clone();
+                        t.play(eboard(m.board), m.mv, v)
+                            .map_err(|e| SimError::Config(e.to_string()))?;
+                        t
+                    }
+                };
+                let color = if m.side == Side::White {
+                    Color::White
+                } else {
+                    Color::Black
+                };
+                if after.board(eboard(m.board)).pocket(color).is_empty() {
+                    continue;
+                }
+                // Fetching, holding out of sight and putting back take ~2.2 s besides the delay.
+                let gap = free_after(moves, i) - 2.2;
+                if gap < 1.0 {
+                    continue;
+                }
+                if best.is_none_or(|(_, g)| gap > g) {
+                    best = Some((i, gap));
+                }
+                if gap >= want {
+                    break;
+                }
+            }
+            let (i, gap) = best.ok_or_else(none)?;
+            let delay = gap.min(want);
+            mods[i].hide = Some(delay);
+            record(
+                i,
+                mods,
+                moves,
+                format!(
+                    "after the press the mover keeps a piece of his own pocket in his hand, out of sight, for {delay:.1} s"
+                ),
+            );
+        }
+        IncidentKind::MissingHandover => {
             let want: f64 = 4.0;
             let mut best: Option<(usize, f64)> = None;
             for i in r.at_move..n {
@@ -1188,27 +1286,15 @@ fn choose_incident(
             let (i, gap) = best.ok_or_else(none)?;
             let delay = gap.min(want);
             let cap = moves[i].outcome.captured.map(|p| p.char()).unwrap_or('?');
-            if r.kind == IncidentKind::MissingHandover {
-                mods[i].handover = Some(Handover::Late { delay });
-                record(
-                    i,
-                    mods,
-                    moves,
-                    format!(
-                        "captured {cap} left beside the board for {delay:.1} s before it reaches the partner's pocket"
-                    ),
-                );
-            } else {
-                mods[i].handover = Some(Handover::InHand { delay });
-                record(
-                    i,
-                    mods,
-                    moves,
-                    format!(
-                        "captured {cap} kept in the capturer's hand for {delay:.1} s instead of the partner's pocket"
-                    ),
-                );
-            }
+            mods[i].handover = Some(Handover::Late { delay });
+            record(
+                i,
+                mods,
+                moves,
+                format!(
+                    "captured {cap} left beside the board for {delay:.1} s before it reaches the partner's pocket"
+                ),
+            );
         }
         IncidentKind::IllegalMove => {
             let mut found = None;
