@@ -484,11 +484,16 @@ impl Tracker {
                 bt.pockets.pop_front();
             }
             bt.pockets.push_back(*reading);
-            let alerts = self
-                .pockets
-                .on_reading(b, obs.ts, reading, self.referee.table());
-            for body in alerts {
-                events.push(self.event(obs.ts, Some(b), body));
+            // The pockets are judged against the engine only while it has caught up with the
+            // board: with a press still pending, a drop the pocket already shows may not be
+            // committed yet, and its piece would pass for a missing or hidden one.
+            if bt.presses() == 0 {
+                let alerts = self
+                    .pockets
+                    .on_reading(b, obs.ts, reading, self.referee.table());
+                for body in alerts {
+                    events.push(self.event(obs.ts, Some(b), body));
+                }
             }
         }
         let k = self.cfg.stable_frames;
@@ -1809,6 +1814,64 @@ mod tests {
             }
         }
         assert_eq!(alerts, [3000]);
+    }
+
+    #[test]
+    fn the_pockets_are_not_judged_while_a_press_is_still_undecided() {
+        // Regression (issue 6, `eval tracker-sim --clock` game 34): a drop pressed but not yet
+        // decided left the engine one pawn more than the pocket showed, and after the grace
+        // period the pawn passed for a hidden or missing one.
+        let fen = "4k3/8/8/8/8/8/8/4K3[P] w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
+        let mut t = tracker(RuleSet::fics(), Some(fen));
+        let start = t.table().board(BoardId::A).clone();
+        let after = play(&start, &["P@e3"]);
+        let mut ts = 0;
+        let mut ev = Vec::new();
+        let e3 = Square::from_coords(4, 2).unwrap();
+        let mut observe =
+            |t: &mut Tracker, pos: &Position, motion: f32, pawns: u8, unclear: bool| {
+                let mut o = Observation::exact(BoardId::A, ts, pos, motion);
+                if unclear {
+                    let mut p = [0.0; SquareClass::COUNT];
+                    p[SquareClass::Empty.index()] = 0.5;
+                    p[SquareClass::of(Some(Piece {
+                        color: crate::engine::Color::White,
+                        role: Role::Pawn,
+                    }))
+                    .index()] = 0.5;
+                    o.set_square(e3, p).unwrap();
+                }
+                let mut r = PocketReading::default();
+                r.counts[0][Role::Pawn.index()] = pawns;
+                o.pockets = Some(r);
+                ts += 100;
+                (t.observe(&o), ts)
+            };
+        for _ in 0..5 {
+            ev.extend(observe(&mut t, &start, 0.0, 1, false).0);
+        }
+        ev.extend(observe(&mut t, &after, 1.0, 0, false).0);
+        let (more, now) = observe(&mut t, &after, 1.0, 0, false);
+        ev.extend(more);
+        ev.extend(t.press(BoardId::A, now));
+        // Four seconds of calm views in which e3 is unclear: nothing is decided meanwhile.
+        for _ in 0..40 {
+            ev.extend(observe(&mut t, &after, 0.0, 0, true).0);
+        }
+        for _ in 0..5 {
+            ev.extend(observe(&mut t, &after, 0.0, 0, false).0);
+        }
+        assert_eq!(moves(&ev), ["P@e3"], "{ev:?}");
+        let alerts: Vec<_> = ev
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.body,
+                    EventBody::HiddenPocket { .. } | EventBody::HandoverMissing { .. }
+                )
+            })
+            .collect();
+        assert!(alerts.is_empty(), "{alerts:?}");
     }
 
     /// Board A of `fen` plays `chain` at premove pace with a clock: five calm frames, each move
