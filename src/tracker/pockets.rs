@@ -177,13 +177,17 @@ impl PocketWatcher {
             .count()
     }
 
-    /// One calm reading of `board`'s pockets at `ts`; returns the alerts it completes.
+    /// One calm reading of `board`'s pockets at `ts`; returns the alerts it completes. For a
+    /// colour whose `judge` entry is false (the engine may lag behind that player's moves) the
+    /// reading only updates what the watcher knows: alerts that would fall due wait for a
+    /// reading that judges.
     pub fn on_reading(
         &mut self,
         board: BoardId,
         ts: u64,
         reading: &PocketReading,
         table: &Table,
+        judge: [bool; 2],
     ) -> Vec<EventBody> {
         let mut out = Vec::new();
         for color in Color::ALL {
@@ -240,7 +244,10 @@ impl PocketWatcher {
                         break;
                     }
                     unexplained -= 1;
-                    if !h.reported && ts.saturating_sub(h.captured_ts) >= self.grace_ms {
+                    if judge[color.index()]
+                        && !h.reported
+                        && ts.saturating_sub(h.captured_ts) >= self.grace_ms
+                    {
                         h.reported = true;
                         out.push(EventBody::HandoverMissing {
                             from_board: h.from,
@@ -255,7 +262,7 @@ impl PocketWatcher {
                 if unexplained > key.reported_hidden && !untouched {
                     key.clear_run = 0;
                     let since = *key.hidden_since.get_or_insert(ts);
-                    if ts.saturating_sub(since) >= self.grace_ms {
+                    if judge[color.index()] && ts.saturating_sub(since) >= self.grace_ms {
                         key.reported_hidden = unexplained;
                         key.hidden_since = None;
                         out.push(EventBody::HiddenPocket {
@@ -388,16 +395,19 @@ mod tests {
         let mut w = PocketWatcher::new(3000);
         let mut events = Vec::new();
         for ts in (0..=2900).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [true; 2]));
         }
         assert!(events.is_empty(), "{events:?}");
-        events.extend(w.on_reading(BoardId::A, 3000, &reading(0), &t));
+        events.extend(w.on_reading(BoardId::A, 3000, &reading(0), &t, [true; 2]));
         assert!(matches!(
             events.as_slice(),
             [EventBody::HiddenPocket { held: 1, visible: 0, color: Color::White, piece }] if piece == "N"
         ));
         // Raised once, not every reading.
-        assert!(w.on_reading(BoardId::A, 3100, &reading(0), &t).is_empty());
+        assert!(
+            w.on_reading(BoardId::A, 3100, &reading(0), &t, [true; 2])
+                .is_empty()
+        );
     }
 
     #[test]
@@ -410,7 +420,7 @@ mod tests {
         let mut w = PocketWatcher::new(1000);
         let mut events = Vec::new();
         for ts in (0..=1500).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [true; 2]));
         }
         assert_eq!(events.len(), 1, "{events:?}");
         // Board B captures a white knight: the engine now holds two, the pocket shows none yet.
@@ -418,11 +428,11 @@ mod tests {
         w.on_capture(BoardId::B, WHITE_KNIGHT, 1600);
         let mut later = Vec::new();
         for ts in (1600..=2000).step_by(100) {
-            later.extend(w.on_reading(BoardId::A, ts, &reading(0), &t));
+            later.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [true; 2]));
         }
         // It arrives: one knight visible of the two the engine counts, as before the capture.
         for ts in (2100..=8000).step_by(100) {
-            later.extend(w.on_reading(BoardId::A, ts, &reading(1), &t));
+            later.extend(w.on_reading(BoardId::A, ts, &reading(1), &t, [true; 2]));
         }
         assert!(later.is_empty(), "{later:?}");
         assert_eq!(w.pending(BoardId::A), 0);
@@ -435,7 +445,7 @@ mod tests {
         let mut events = Vec::new();
         for ts in (0..=1000).step_by(100) {
             let r = if ts == 500 { reading(1) } else { reading(0) };
-            events.extend(w.on_reading(BoardId::A, ts, &r, &t));
+            events.extend(w.on_reading(BoardId::A, ts, &r, &t, [true; 2]));
         }
         assert_eq!(events.len(), 1, "{events:?}");
     }
@@ -454,15 +464,15 @@ mod tests {
             } else {
                 reading(0)
             };
-            events.extend(w.on_reading(BoardId::A, ts, &r, &t));
+            events.extend(w.on_reading(BoardId::A, ts, &r, &t, [true; 2]));
         }
         assert_eq!(events.len(), 1, "{events:?}");
         // Shown for three readings in a row, it is back; hidden again, it is reported again.
         for ts in (10_100..=10_300).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(1), &t));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(1), &t, [true; 2]));
         }
         for ts in (10_400..=12_000).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [true; 2]));
         }
         assert_eq!(events.len(), 2, "{events:?}");
     }
@@ -472,7 +482,10 @@ mod tests {
         let t = table_with_white_knight_in_a_pocket();
         let mut w = PocketWatcher::new(1000);
         for ts in (0..=5000).step_by(100) {
-            assert!(w.on_reading(BoardId::A, ts, &reading(1), &t).is_empty());
+            assert!(
+                w.on_reading(BoardId::A, ts, &reading(1), &t, [true; 2])
+                    .is_empty()
+            );
         }
     }
 
@@ -483,7 +496,7 @@ mod tests {
         w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
         let mut events = Vec::new();
         for ts in (0..=5000).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [true; 2]));
         }
         // Once, and not also as a hidden piece; it stays pending until it shows up.
         assert!(
@@ -499,7 +512,10 @@ mod tests {
         );
         assert_eq!(w.pending(BoardId::A), 1);
         for ts in (5100..=5500).step_by(100) {
-            assert!(w.on_reading(BoardId::A, ts, &reading(1), &t).is_empty());
+            assert!(
+                w.on_reading(BoardId::A, ts, &reading(1), &t, [true; 2])
+                    .is_empty()
+            );
         }
         assert_eq!(w.pending(BoardId::A), 0);
     }
@@ -522,7 +538,7 @@ mod tests {
                 800..1500 => (&two, 0),
                 _ => (&two, 1),
             };
-            events.extend(w.on_reading(BoardId::A, ts, &reading(visible), t));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(visible), t, [true; 2]));
         }
         assert!(
             matches!(
@@ -546,7 +562,7 @@ mod tests {
         let mut events = Vec::new();
         for ts in (0..=3000).step_by(100) {
             let r = if ts < 600 { reading(0) } else { reading(1) };
-            events.extend(w.on_reading(BoardId::A, ts, &r, &t));
+            events.extend(w.on_reading(BoardId::A, ts, &r, &t, [true; 2]));
         }
         assert!(events.is_empty(), "{events:?}");
         assert_eq!(w.pending(BoardId::A), 0);
@@ -583,7 +599,7 @@ mod tests {
                     *block = [200; 3];
                 }
             }
-            events.extend(w.on_reading(BoardId::A, ts, &r, t));
+            events.extend(w.on_reading(BoardId::A, ts, &r, t, [true; 2]));
         }
         assert!(events.is_empty(), "{events:?}");
         assert_eq!(w.pending(BoardId::A), 0);
@@ -595,11 +611,11 @@ mod tests {
         let mut w = PocketWatcher::new(1000).with_looks(10.0);
         let mut events = Vec::new();
         for ts in (0..=200).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &Table::new()));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &Table::new(), [true; 2]));
         }
         w.on_capture(BoardId::B, WHITE_KNIGHT, 2400);
         for ts in (2400..=5000).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &after));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &after, [true; 2]));
         }
         assert!(
             matches!(events.as_slice(), [EventBody::HandoverMissing { .. }]),
@@ -613,11 +629,11 @@ mod tests {
             *block = [210; 3];
         }
         for ts in (5200..=6000).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &with_knight, &after));
+            events.extend(w.on_reading(BoardId::A, ts, &with_knight, &after, [true; 2]));
         }
         assert_eq!(w.pending(BoardId::A), 0);
         for ts in (6200..=8000).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &after));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &after, [true; 2]));
         }
         assert!(
             matches!(
@@ -640,10 +656,10 @@ mod tests {
         // Seen once with the knight, then the reader loses it while the pixels stay put (a
         // little global light change included).
         for ts in (0..=400).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(1, 120), &t));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(1, 120), &t, [true; 2]));
         }
         for ts in (600..=6000).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 126), &t));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 126), &t, [true; 2]));
         }
         assert!(events.is_empty(), "{events:?}");
         // Without looks the same readings are an alert.
@@ -652,7 +668,7 @@ mod tests {
             .step_by(200)
             .map(|ts| {
                 let r = reading(if ts <= 400 { 1 } else { 0 });
-                plain.on_reading(BoardId::A, ts, &r, &t).len()
+                plain.on_reading(BoardId::A, ts, &r, &t, [true; 2]).len()
             })
             .sum();
         assert_eq!(n, 1);

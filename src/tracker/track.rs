@@ -484,16 +484,21 @@ impl Tracker {
                 bt.pockets.pop_front();
             }
             bt.pockets.push_back(*reading);
-            // The pockets are judged against the engine only while it has caught up with the
-            // board: with a press still pending, a drop the pocket already shows may not be
-            // committed yet, and its piece would pass for a missing or hidden one.
-            if bt.presses() == 0 {
-                let alerts = self
-                    .pockets
-                    .on_reading(b, obs.ts, reading, self.referee.table());
-                for body in alerts {
-                    events.push(self.event(obs.ts, Some(b), body));
-                }
+            // A player's alerts wait while a press of his is pending (the first pending press
+            // is the side to move's, the next the other's): the engine then lags behind his
+            // moves, and a drop the pocket already shows but not yet committed would pass for
+            // a missing or hidden piece. The reading still keeps the watcher's state current.
+            let to_move = self.referee.table().board(b).turn();
+            let judge = std::array::from_fn(|c| match bt.presses() {
+                0 => true,
+                1 => c != to_move.index(),
+                _ => false,
+            });
+            let alerts = self
+                .pockets
+                .on_reading(b, obs.ts, reading, self.referee.table(), judge);
+            for body in alerts {
+                events.push(self.event(obs.ts, Some(b), body));
             }
         }
         let k = self.cfg.stable_frames;

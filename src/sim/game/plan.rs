@@ -578,7 +578,7 @@ impl<'a> Planner<'a> {
     }
 
     /// Ways (after the press at `press`) of taking a piece out of (b, side)'s own pocket zone,
-    /// holding it at the table edge for `delay` s and putting it back into the zone. The piece
+    /// holding it off the table for `delay` s and putting it back into the zone. The piece
     /// is the one standing there longest (failing that the first to arrive, waited for), not
     /// the piece this move drops (its slot is freed only when the ways are performed);
     /// returns the index of the grabbing way.
@@ -616,34 +616,26 @@ impl<'a> Planner<'a> {
             });
         }
         let grab = ways.len();
-        let palm = self.grab(ways, from, p);
-        let s = if self.layout.sits_near(b, side) {
-            -1.0
-        } else {
-            1.0
-        };
-        let hover = Vec3::new(
-            self.layout.board_centre(b).x,
-            s * (self.layout.table_size[1] * 0.5 + 0.02),
-            0.14,
-        );
+        self.grab(ways, from, p);
+        // Off the table with the piece (a hand in the lap): the board stays calm meanwhile.
         ways.push(Way {
-            dt: 0.2 + 0.6 * dist(palm, hover).min(1.2),
-            palm: Some(hover),
+            dt: RETRACT,
+            palm: None,
             ev: Ev::None,
         });
         ways.push(Way {
             dt: delay,
-            palm: Some(hover + Vec3::new(0.0, 0.0, 0.01)),
+            palm: None,
             ev: Ev::None,
         });
         let kind = self.pieces[p].last().piece;
         let back = press + wait.max(0.0) + delay + 1.0;
         let slot = self.take_slot(b, side, p, back);
         let (at, _) = self.slot_pose(b, side, slot);
+        let entry = self.hand_rest(b, side);
         self.put(
             ways,
-            hover,
+            entry,
             p,
             at,
             PieceSpot::Pocket {
