@@ -177,17 +177,17 @@ impl PocketWatcher {
             .count()
     }
 
-    /// One calm reading of `board`'s pockets at `ts`; returns the alerts it completes. For a
-    /// colour whose `judge` entry is false (the engine may lag behind that player's moves) the
-    /// reading only updates what the watcher knows: alerts that would fall due wait for a
-    /// reading that judges.
+    /// One calm reading of `board`'s pockets at `ts`; returns the alerts it completes.
+    /// `undecided` counts per colour the moves pressed but not yet committed: each may be a drop
+    /// the pocket already shows, so that many missing pieces of the colour raise nothing yet
+    /// (the reading still updates what the watcher knows).
     pub fn on_reading(
         &mut self,
         board: BoardId,
         ts: u64,
         reading: &PocketReading,
         table: &Table,
-        judge: [bool; 2],
+        undecided: [u8; 2],
     ) -> Vec<EventBody> {
         let mut out = Vec::new();
         for color in Color::ALL {
@@ -196,6 +196,7 @@ impl PocketWatcher {
                 .filter(|_| self.look_levels > 0.0)
                 .map(|l| l[color.index()]);
             let untouched = look.is_some_and(|l| self.zone_look(board, color, ts, &l));
+            let mut excuses = undecided[color.index()];
             let mut all_there = true;
             for role in Role::POCKET {
                 let held = table.board(board).pocket(color).count(role);
@@ -237,17 +238,20 @@ impl PocketWatcher {
                     key.arrived_run = 0;
                 }
                 let piece = Piece { color, role }.char().to_string();
-                // Overdue hand-overs, each reported once, while the pocket is still short.
+                // Overdue hand-overs, each reported once, while the pocket is still short
+                // by more than the undecided moves may have dropped.
+                let excused = excuses.min(short);
+                excuses -= excused;
                 let mut unexplained = short;
+                let mut alertable = short - excused;
                 for h in self.pending.iter_mut().filter(|h| is_key(h)) {
                     if unexplained == 0 {
                         break;
                     }
                     unexplained -= 1;
-                    if judge[color.index()]
-                        && !h.reported
-                        && ts.saturating_sub(h.captured_ts) >= self.grace_ms
-                    {
+                    let may = alertable > 0;
+                    alertable = alertable.saturating_sub(1);
+                    if may && !h.reported && ts.saturating_sub(h.captured_ts) >= self.grace_ms {
                         h.reported = true;
                         out.push(EventBody::HandoverMissing {
                             from_board: h.from,
@@ -262,7 +266,8 @@ impl PocketWatcher {
                 if unexplained > key.reported_hidden && !untouched {
                     key.clear_run = 0;
                     let since = *key.hidden_since.get_or_insert(ts);
-                    if judge[color.index()] && ts.saturating_sub(since) >= self.grace_ms {
+                    if alertable > key.reported_hidden && ts.saturating_sub(since) >= self.grace_ms
+                    {
                         key.reported_hidden = unexplained;
                         key.hidden_since = None;
                         out.push(EventBody::HiddenPocket {
@@ -390,22 +395,46 @@ mod tests {
     }
 
     #[test]
+    fn pieces_an_undecided_move_may_have_dropped_raise_nothing_yet() {
+        // Two knights held, none seen: one undecided white move may explain one of them.
+        let t = table_with_two_white_knights_in_a_pocket();
+        let run = |undecided: [u8; 2]| {
+            let mut w = PocketWatcher::new(3000);
+            let mut events = Vec::new();
+            for ts in (0..=4000).step_by(100) {
+                events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, undecided));
+            }
+            events
+        };
+        assert!(run([2, 0]).is_empty());
+        assert!(matches!(
+            run([1, 0]).as_slice(),
+            [EventBody::HiddenPocket {
+                color: Color::White,
+                ..
+            }]
+        ));
+        // Black's undecided moves excuse no white piece.
+        assert_eq!(run([0, 2]).len(), 1);
+    }
+
+    #[test]
     fn hidden_pocket_only_after_the_grace_period() {
         let t = table_with_white_knight_in_a_pocket();
         let mut w = PocketWatcher::new(3000);
         let mut events = Vec::new();
         for ts in (0..=2900).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
         }
         assert!(events.is_empty(), "{events:?}");
-        events.extend(w.on_reading(BoardId::A, 3000, &reading(0), &t, [true; 2]));
+        events.extend(w.on_reading(BoardId::A, 3000, &reading(0), &t, [0; 2]));
         assert!(matches!(
             events.as_slice(),
             [EventBody::HiddenPocket { held: 1, visible: 0, color: Color::White, piece }] if piece == "N"
         ));
         // Raised once, not every reading.
         assert!(
-            w.on_reading(BoardId::A, 3100, &reading(0), &t, [true; 2])
+            w.on_reading(BoardId::A, 3100, &reading(0), &t, [0; 2])
                 .is_empty()
         );
     }
@@ -420,7 +449,7 @@ mod tests {
         let mut w = PocketWatcher::new(1000);
         let mut events = Vec::new();
         for ts in (0..=1500).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
         }
         assert_eq!(events.len(), 1, "{events:?}");
         // Board B captures a white knight: the engine now holds two, the pocket shows none yet.
@@ -428,11 +457,11 @@ mod tests {
         w.on_capture(BoardId::B, WHITE_KNIGHT, 1600);
         let mut later = Vec::new();
         for ts in (1600..=2000).step_by(100) {
-            later.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [true; 2]));
+            later.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
         }
         // It arrives: one knight visible of the two the engine counts, as before the capture.
         for ts in (2100..=8000).step_by(100) {
-            later.extend(w.on_reading(BoardId::A, ts, &reading(1), &t, [true; 2]));
+            later.extend(w.on_reading(BoardId::A, ts, &reading(1), &t, [0; 2]));
         }
         assert!(later.is_empty(), "{later:?}");
         assert_eq!(w.pending(BoardId::A), 0);
@@ -445,7 +474,7 @@ mod tests {
         let mut events = Vec::new();
         for ts in (0..=1000).step_by(100) {
             let r = if ts == 500 { reading(1) } else { reading(0) };
-            events.extend(w.on_reading(BoardId::A, ts, &r, &t, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &r, &t, [0; 2]));
         }
         assert_eq!(events.len(), 1, "{events:?}");
     }
@@ -464,15 +493,15 @@ mod tests {
             } else {
                 reading(0)
             };
-            events.extend(w.on_reading(BoardId::A, ts, &r, &t, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &r, &t, [0; 2]));
         }
         assert_eq!(events.len(), 1, "{events:?}");
         // Shown for three readings in a row, it is back; hidden again, it is reported again.
         for ts in (10_100..=10_300).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(1), &t, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(1), &t, [0; 2]));
         }
         for ts in (10_400..=12_000).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
         }
         assert_eq!(events.len(), 2, "{events:?}");
     }
@@ -483,7 +512,7 @@ mod tests {
         let mut w = PocketWatcher::new(1000);
         for ts in (0..=5000).step_by(100) {
             assert!(
-                w.on_reading(BoardId::A, ts, &reading(1), &t, [true; 2])
+                w.on_reading(BoardId::A, ts, &reading(1), &t, [0; 2])
                     .is_empty()
             );
         }
@@ -496,7 +525,7 @@ mod tests {
         w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
         let mut events = Vec::new();
         for ts in (0..=5000).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
         }
         // Once, and not also as a hidden piece; it stays pending until it shows up.
         assert!(
@@ -513,7 +542,7 @@ mod tests {
         assert_eq!(w.pending(BoardId::A), 1);
         for ts in (5100..=5500).step_by(100) {
             assert!(
-                w.on_reading(BoardId::A, ts, &reading(1), &t, [true; 2])
+                w.on_reading(BoardId::A, ts, &reading(1), &t, [0; 2])
                     .is_empty()
             );
         }
@@ -538,7 +567,7 @@ mod tests {
                 800..1500 => (&two, 0),
                 _ => (&two, 1),
             };
-            events.extend(w.on_reading(BoardId::A, ts, &reading(visible), t, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(visible), t, [0; 2]));
         }
         assert!(
             matches!(
@@ -562,7 +591,7 @@ mod tests {
         let mut events = Vec::new();
         for ts in (0..=3000).step_by(100) {
             let r = if ts < 600 { reading(0) } else { reading(1) };
-            events.extend(w.on_reading(BoardId::A, ts, &r, &t, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &r, &t, [0; 2]));
         }
         assert!(events.is_empty(), "{events:?}");
         assert_eq!(w.pending(BoardId::A), 0);
@@ -599,7 +628,7 @@ mod tests {
                     *block = [200; 3];
                 }
             }
-            events.extend(w.on_reading(BoardId::A, ts, &r, t, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &r, t, [0; 2]));
         }
         assert!(events.is_empty(), "{events:?}");
         assert_eq!(w.pending(BoardId::A), 0);
@@ -611,11 +640,11 @@ mod tests {
         let mut w = PocketWatcher::new(1000).with_looks(10.0);
         let mut events = Vec::new();
         for ts in (0..=200).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &Table::new(), [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &Table::new(), [0; 2]));
         }
         w.on_capture(BoardId::B, WHITE_KNIGHT, 2400);
         for ts in (2400..=5000).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &after, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &after, [0; 2]));
         }
         assert!(
             matches!(events.as_slice(), [EventBody::HandoverMissing { .. }]),
@@ -629,11 +658,11 @@ mod tests {
             *block = [210; 3];
         }
         for ts in (5200..=6000).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &with_knight, &after, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &with_knight, &after, [0; 2]));
         }
         assert_eq!(w.pending(BoardId::A), 0);
         for ts in (6200..=8000).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &after, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &after, [0; 2]));
         }
         assert!(
             matches!(
@@ -656,10 +685,10 @@ mod tests {
         // Seen once with the knight, then the reader loses it while the pixels stay put (a
         // little global light change included).
         for ts in (0..=400).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(1, 120), &t, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(1, 120), &t, [0; 2]));
         }
         for ts in (600..=6000).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 126), &t, [true; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 126), &t, [0; 2]));
         }
         assert!(events.is_empty(), "{events:?}");
         // Without looks the same readings are an alert.
@@ -668,7 +697,7 @@ mod tests {
             .step_by(200)
             .map(|ts| {
                 let r = reading(if ts <= 400 { 1 } else { 0 });
-                plain.on_reading(BoardId::A, ts, &r, &t, [true; 2]).len()
+                plain.on_reading(BoardId::A, ts, &r, &t, [0; 2]).len()
             })
             .sum();
         assert_eq!(n, 1);

@@ -484,19 +484,17 @@ impl Tracker {
                 bt.pockets.pop_front();
             }
             bt.pockets.push_back(*reading);
-            // A player's alerts wait while a press of his is pending (the first pending press
-            // is the side to move's, the next the other's): the engine then lags behind his
-            // moves, and a drop the pocket already shows but not yet committed would pass for
-            // a missing or hidden piece. The reading still keeps the watcher's state current.
-            let to_move = self.referee.table().board(b).turn();
-            let judge = std::array::from_fn(|c| match bt.presses() {
-                0 => true,
-                1 => c != to_move.index(),
-                _ => false,
-            });
-            let alerts = self
-                .pockets
-                .on_reading(b, obs.ts, reading, self.referee.table(), judge);
+            // Pressed moves not yet committed (the first pending press is the side to move's,
+            // the next the other's, and so on) may be drops the pocket already shows: the
+            // engine lags behind them, so that many missing pieces of the player raise no alert
+            // yet. The reading still keeps the watcher's state current.
+            let to_move = self.referee.table().board(b).turn().index();
+            let n = bt.presses().min(u32::from(u8::MAX)) as u8;
+            let undecided =
+                std::array::from_fn(|c| if c == to_move { n.div_ceil(2) } else { n / 2 });
+            let alerts =
+                self.pockets
+                    .on_reading(b, obs.ts, reading, self.referee.table(), undecided);
             for body in alerts {
                 events.push(self.event(obs.ts, Some(b), body));
             }
