@@ -378,6 +378,11 @@ pub struct TrackerConfig {
     pub desync_grace_ms: u64,
     /// How long (ms) a pocket discrepancy must persist in calm readings before an alert.
     pub pocket_grace_ms: u64,
+    /// With a clock feed: each player's pressed but undecided moves excuse as many pieces
+    /// missing from his pocket (they may be drops not yet committed). Off by default: it cuts
+    /// false pocket alerts but also late hand-overs the receiving player has a move pending for
+    /// (`docs/tracker.md`, Pockets).
+    pub pocket_excuse_undecided: bool,
     /// A pocket zone whose look ([`PocketReading::looks`]) moved by more than this many grey
     /// levels in some block since before a capture received the hand-over, whatever the pocket
     /// reader counts; one that looks as it did when its content was last known hides nothing.
@@ -439,6 +444,7 @@ impl Default for TrackerConfig {
             desync_min_squares: 2,
             desync_grace_ms: 1000,
             pocket_grace_ms: 3000,
+            pocket_excuse_undecided: false,
             pocket_look_levels: 10.0,
             max_moves_per_observation: 12,
             beam_width: 48,

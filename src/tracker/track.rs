@@ -489,7 +489,11 @@ impl Tracker {
             // engine lags behind them, so that many missing pieces of the player raise no alert
             // yet. The reading still keeps the watcher's state current.
             let to_move = self.referee.table().board(b).turn().index();
-            let n = bt.presses().min(u32::from(u8::MAX)) as u8;
+            let n = if self.cfg.pocket_excuse_undecided {
+                bt.presses().min(u32::from(u8::MAX)) as u8
+            } else {
+                0
+            };
             let undecided =
                 std::array::from_fn(|c| if c == to_move { n.div_ceil(2) } else { n / 2 });
             let alerts =
@@ -1820,12 +1824,16 @@ mod tests {
     }
 
     #[test]
-    fn the_pockets_are_not_judged_while_a_press_is_still_undecided() {
+    fn undecided_presses_can_excuse_the_pieces_their_drops_took() {
         // Regression (issue 6, `eval tracker-sim --clock` game 34): a drop pressed but not yet
         // decided left the engine one pawn more than the pocket showed, and after the grace
         // period the pawn passed for a hidden or missing one.
         let fen = "4k3/8/8/8/8/8/8/4K3[P] w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
-        let mut t = tracker(RuleSet::fics(), Some(fen));
+        let cfg = TrackerConfig {
+            pocket_excuse_undecided: true,
+            ..TrackerConfig::default()
+        };
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), cfg).unwrap();
         let start = t.table().board(BoardId::A).clone();
         let after = play(&start, &["P@e3"]);
         let mut ts = 0;
