@@ -488,14 +488,13 @@ impl Tracker {
             // the next the other's, and so on) may be drops the pocket already shows: the
             // engine lags behind them, so that many missing pieces of the player raise no alert
             // yet. The reading still keeps the watcher's state current.
-            let to_move = self.referee.table().board(b).turn().index();
-            let n = if self.cfg.pocket_excuse_undecided {
-                bt.presses().min(u32::from(u8::MAX)) as u8
+            let undecided = if self.cfg.pocket_excuse_undecided {
+                let to_move = self.referee.table().board(b).turn().index();
+                let n = bt.presses().min(u32::from(u8::MAX)) as u8;
+                std::array::from_fn(|c| if c == to_move { n.div_ceil(2) } else { n / 2 })
             } else {
-                0
+                [0; 2]
             };
-            let undecided =
-                std::array::from_fn(|c| if c == to_move { n.div_ceil(2) } else { n / 2 });
             let alerts =
                 self.pockets
                     .on_reading(b, obs.ts, reading, self.referee.table(), undecided);
@@ -1823,6 +1822,15 @@ mod tests {
         assert_eq!(alerts, [3000]);
     }
 
+    /// `o` with a pocket reading that shows `count` pieces of `role` for colour index `color`
+    /// (0 White) and nothing else.
+    fn with_pocket(mut o: Observation, (color, role): (usize, Role), count: u8) -> Observation {
+        let mut r = PocketReading::default();
+        r.counts[color][role.index()] = count;
+        o.pockets = Some(r);
+        o
+    }
+
     #[test]
     fn undecided_presses_can_excuse_the_pieces_their_drops_took() {
         // Regression (issue 6, `eval tracker-sim --clock` game 34): a drop pressed but not yet
@@ -1852,11 +1860,8 @@ mod tests {
                     .index()] = 0.5;
                     o.set_square(e3, p).unwrap();
                 }
-                let mut r = PocketReading::default();
-                r.counts[0][Role::Pawn.index()] = pawns;
-                o.pockets = Some(r);
                 ts += 100;
-                (t.observe(&o), ts)
+                (t.observe(&with_pocket(o, (0, Role::Pawn), pawns)), ts)
             };
         for _ in 0..5 {
             ev.extend(observe(&mut t, &start, 0.0, 1, false).0);
@@ -1894,12 +1899,9 @@ mod tests {
         let start = t.table().board(BoardId::A).clone();
         let mut ts = 0;
         let mut observe = |t: &mut Tracker, pos: &Position, motion: f32, count: u8| {
-            let mut o = Observation::exact(BoardId::A, ts, pos, motion);
-            let mut r = PocketReading::default();
-            r.counts[color][role.index()] = count;
-            o.pockets = Some(r);
+            let o = Observation::exact(BoardId::A, ts, pos, motion);
             ts += 100;
-            (t.observe(&o), ts)
+            (t.observe(&with_pocket(o, (color, role), count)), ts)
         };
         let mut ev = Vec::new();
         for _ in 0..5 {

@@ -1210,7 +1210,7 @@ fn choose_incident(
             let want: f64 = 6.0;
             let mut best: Option<(usize, f64)> = None;
             for i in r.at_move..n {
-                if taken(mods, i) || mods[i].slide || mods[i].illegal.is_some() {
+                if taken(mods, i) || mods[i].slide {
                     continue;
                 }
                 let m = &moves[i];
