@@ -243,15 +243,35 @@ type Entry = (f32, u64, HypothesisKind, Seq);
 
 /// Keeps the best two hypotheses with distinct fingerprints while enumerating, without
 /// allocating for the losers.
-struct Top {
+struct Top<'a> {
     best: Option<Entry>,
     second: Option<Entry>,
     count: usize,
     /// With a clock feed: the number of moves the presses announce, and the cost per move off.
     presses: Option<(u32, f32)>,
+    /// [`Evidence::carried`]: breaks ties between chains that end on the same squares.
+    carried: &'a [Vec<Move>],
 }
 
-impl Top {
+/// Scores closer than this are equal (chains to the same placement sum the same terms in
+/// different orders).
+const SCORE_TIE: f32 = 1e-3;
+
+impl Top<'_> {
+    /// How many first moves of `seq` an earlier view's best chain shares (the most of any).
+    fn carried_prefix(&self, seq: &Seq) -> usize {
+        self.carried
+            .iter()
+            .map(|c| {
+                c.iter()
+                    .zip(seq.iter())
+                    .take_while(|(a, b)| **a == *b)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     fn offer(&mut self, score: f32, fp: u64, kind: HypothesisKind, seq: Seq) {
         self.count += 1;
         let score = match self.presses {
@@ -261,7 +281,12 @@ impl Top {
         let entry = (score, fp, kind, seq);
         match self.best {
             Some(b) if b.1 == fp => {
-                if score > b.0 {
+                // The board cannot tell these apart: on a tie, the chain an earlier view
+                // showed the start of (a drop seen on e4 before it took on d3 under the hand).
+                if score > b.0 + SCORE_TIE
+                    || (score >= b.0 - SCORE_TIE
+                        && self.carried_prefix(&seq) > self.carried_prefix(&b.3))
+                {
                     self.best = Some(entry);
                 }
             }
@@ -336,7 +361,8 @@ pub struct Evidence {
     /// Sequences that best explained earlier views of the change under way. Their prefixes
     /// stay in the beam: a piece dropped and taken back at once (`B@f7 Kxf7 … Kf7e8`) leaves no
     /// trace in the latest view, so the view alone prunes the path the earlier views showed.
-    /// Only which paths are searched depends on them, never a score.
+    /// Which paths are searched depends on them, never a score; among chains that end on the
+    /// same squares with equal scores, the one that shares more first moves with them wins.
     pub carried: Vec<Vec<Move>>,
 }
 
@@ -563,6 +589,7 @@ impl<'a> Decoder<'a> {
             second: None,
             count: 0,
             presses: ev.presses.map(|n| (n, self.cfg.press_mismatch_nats)),
+            carried: &ev.carried,
         };
         top.offer(0.0, 0, HypothesisKind::NoChange, Seq::EMPTY);
         let root = Node {
