@@ -112,11 +112,6 @@ struct BoardTrack {
     /// [`Evidence::carried`]); trimmed as their moves are committed, cleared when the board is
     /// decided unchanged.
     carried: Vec<Vec<crate::engine::Move>>,
-    /// What the view of the last commit showed on the squares it left unexplained (square,
-    /// class, since): the board had run ahead of that decision, so these are transients of the
-    /// next chain (a pawn dropped on e4 and seen there once, then taken on to d3 under the
-    /// hand). Replaced at every commit, so that a lasting misread cannot pile up.
-    early: Vec<(Square, SquareClass, u64)>,
 }
 
 /// The observations after a clock press on one board (see [`TrackerConfig::stall_window_ms`]).
@@ -153,7 +148,6 @@ impl BoardTrack {
             tentative: false,
             looks: LookRefs::default(),
             carried: Vec::new(),
-            early: Vec::new(),
             open_since: None,
             prev: None,
             run: 0,
@@ -680,11 +674,6 @@ impl Tracker {
                     break;
                 }
             }
-            for &(sq, class, since) in &bt.early {
-                if class != SquareClass::on(pos, sq) && !ev.add_transient(sq, class, since) {
-                    break;
-                }
-            }
             Decoder::new(table, b, &self.variant, &self.cfg, &ll).decode(
                 &ll,
                 other.as_ref(),
@@ -823,22 +812,14 @@ impl Tracker {
                 // move): their presses are still to come.
                 bt.ahead += count - pending;
             }
-            let unexplained = squares_of(&decoded.disagreeing);
-            let after = self.referee.table().board(b);
-            bt.early = unexplained
-                .iter()
-                .map(|&sq| {
-                    let seen = bt.candidate[sq.index()].filter(|&(c, _)| c == ll.argmax(sq));
-                    (sq, ll.argmax(sq), seen.map_or(ts, |(_, t)| t))
-                })
-                .filter(|&(sq, class, _)| class != SquareClass::on(after, sq))
-                .collect();
             bt.decided_ts = ts;
             bt.undecided_since = None;
             if self.referee.table().to_fen() == before {
                 bt.refused = Some(fp);
             } else {
-                bt.looks.confirm(&ll, after, &unexplained);
+                let unexplained = squares_of(&decoded.disagreeing);
+                bt.looks
+                    .confirm(&ll, self.referee.table().board(b), &unexplained);
             }
             if decoded.disagreeing.is_empty() {
                 bt.open = false;
@@ -863,7 +844,6 @@ impl Tracker {
             bt.undecided_since = None;
             // Nothing changed after all: the chains earlier views suggested are over.
             bt.carried.clear();
-            bt.early.clear();
             if self.clock_feed {
                 bt.press_times.clear();
                 bt.press_views.clear();
@@ -1967,12 +1947,14 @@ mod tests {
         assert_eq!(moves(&ev), chain, "{ev:?}");
     }
 
-    /// Game 59 of `eval tracker-sim --clock`, board A: B@b5 pressed, then one calm view in which
-    /// Black's P@e4 already reads as a pawn with probability `e4_pawn`, then three moves
-    /// under hands that cover e4 (f3e5, and the pawn takes on d3), each pressed, and a calm end.
-    /// P@c4 f3e5 c4xd3 ends on the same squares as P@e4 f3e5 e4xd3, pockets included: only that
-    /// one view of e4 tells them apart. Calm frames read both pockets as they are.
-    fn drop_seen_once_then_taken_on(e4_pawn: f32) -> Vec<String> {
+    #[test]
+    fn a_chain_an_earlier_view_showed_the_start_of_wins_a_tie() {
+        // After game 59 of `eval tracker-sim --clock`, board A: B@b5 pressed, then one calm view
+        // that already shows Black's P@e4 (seen once: undecided, and B@b5 P@e4 is carried),
+        // then f3e5 and the pawn taking on d3 under hands that cover e4, each pressed. P@c4
+        // f3e5 c4xd3 ends on the same squares, pockets included, with the same score: the
+        // carried start decides. Calm frames read both pockets (the one after B@b5 still shows
+        // Black's two pawns: the reader lags).
         let fen = "r1bqk2r/ppp2ppp/2n1p3/3n1p2/3P4/2PB1N2/P1PB1PPP/R2QK2R[Bpp] w KQkq - 3 9 | \
                    rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
         let chain = ["B@b5", "P@e4", "f3e5", "e4d3"];
@@ -1981,26 +1963,23 @@ mod tests {
         let e4: Square = "e4".parse().unwrap();
         let mut ts = 0;
         let mut observe = |t: &mut Tracker, moves: usize, calm: bool| {
-            let pos = play(&start, &chain[..moves]);
-            let mut o = Observation::exact(BoardId::A, ts, &pos, if calm { 0.0 } else { 1.0 });
+            let mut o = Observation::exact(
+                BoardId::A,
+                ts,
+                &play(&start, &chain[..moves]),
+                if calm { 0.0 } else { 1.0 },
+            );
             if calm {
-                // The calm view after B@b5 still reads Black's two pawns (the reader lags).
-                let pos = play(&start, &chain[..if moves == 2 { 1 } else { moves }]);
+                let read = play(&start, &chain[..if moves == 2 { 1 } else { moves }]);
                 let mut r = PocketReading::default();
                 let colors = [crate::engine::Color::White, crate::engine::Color::Black];
                 for (c, color) in colors.into_iter().enumerate() {
                     for (i, &role) in Role::POCKET.iter().enumerate() {
-                        r.counts[c][i] = pos.pocket(color).count(role);
+                        r.counts[c][i] = read.pocket(color).count(role);
                     }
                 }
                 o.pockets = Some(r);
-            }
-            if moves == 2 && calm {
-                let mut p = [0.0; SquareClass::COUNT];
-                p[SquareClass::BlackPawn.index()] = e4_pawn;
-                p[SquareClass::Empty.index()] = 1.0 - e4_pawn;
-                o.set_square(e4, p).unwrap();
-            } else if moves >= 2 && !calm {
+            } else if moves >= 2 {
                 o.set_square(e4, [1.0; SquareClass::COUNT]).unwrap();
             }
             ts += 100;
@@ -2022,28 +2001,7 @@ mod tests {
         for _ in 0..4 {
             ev.extend(observe(&mut t, chain.len(), true).0);
         }
-        moves(&ev)
-    }
-
-    #[test]
-    fn a_chain_an_earlier_view_showed_the_start_of_wins_a_tie() {
-        // The view shows the pawn on e4 clearly: B@b5 P@e4 is its best, but the pawn was seen
-        // once only, so it stays undecided and is carried. At the end both chains score the
-        // same; the carried start decides.
-        assert_eq!(
-            drop_seen_once_then_taken_on(1.0),
-            ["B@b5", "P@e4", "f3e5", "e4d3"]
-        );
-    }
-
-    #[test]
-    fn what_a_commit_left_unexplained_is_evidence_for_the_next_chain() {
-        // The view shows the pawn on e4 less clearly (as in the game): B@b5 alone is committed,
-        // e4 left unexplained, and that reading is a transient of the next decision.
-        assert_eq!(
-            drop_seen_once_then_taken_on(0.998),
-            ["B@b5", "P@e4", "f3e5", "e4d3"]
-        );
+        assert_eq!(moves(&ev), chain, "{ev:?}");
     }
 
     #[test]
