@@ -243,15 +243,15 @@ impl PocketWatcher {
                 let excused = excuses.min(short);
                 excuses -= excused;
                 let mut unexplained = short;
-                let mut alertable = short - excused;
                 for h in self.pending.iter_mut().filter(|h| is_key(h)) {
                     if unexplained == 0 {
                         break;
                     }
+                    // Only the shortfall beyond `excused` is alerted on.
+                    let alertable = unexplained > excused;
                     unexplained -= 1;
-                    let may = alertable > 0;
-                    alertable = alertable.saturating_sub(1);
-                    if may && !h.reported && ts.saturating_sub(h.captured_ts) >= self.grace_ms {
+                    if alertable && !h.reported && ts.saturating_sub(h.captured_ts) >= self.grace_ms
+                    {
                         h.reported = true;
                         out.push(EventBody::HandoverMissing {
                             from_board: h.from,
@@ -266,7 +266,8 @@ impl PocketWatcher {
                 if unexplained > key.reported_hidden && !untouched {
                     key.clear_run = 0;
                     let since = *key.hidden_since.get_or_insert(ts);
-                    if alertable > key.reported_hidden && ts.saturating_sub(since) >= self.grace_ms
+                    if unexplained.saturating_sub(excused) > key.reported_hidden
+                        && ts.saturating_sub(since) >= self.grace_ms
                     {
                         key.reported_hidden = unexplained;
                         key.hidden_since = None;
