@@ -234,6 +234,12 @@ impl Decoded {
             .as_ref()
             .map_or(f32::INFINITY, |r| self.best.score - r.score)
     }
+
+    /// Whether the runner-up explains the views as well as the best, up to float rounding:
+    /// choosing between them is a coin toss that a later view may settle.
+    pub fn tied(&self) -> bool {
+        self.margin() < SCORE_TIE
+    }
 }
 
 /// Up to six squares a move changes, with their new class.

@@ -722,8 +722,12 @@ impl Tracker {
         let believable = best.kind != HypothesisKind::Illegal || decoded.disagreeing.is_empty();
         let tentative = bt.tentative;
         // A move and its reply both pressed while the first is still undecided, long after its
-        // press: the best guess now beats a longer chain later (`overdue_ms`).
+        // press: the best guess now beats a longer chain later (`overdue_ms`). Not a tie,
+        // though: two chains that explain the views equally (moves on squares no view shows)
+        // are a coin toss, and one wrong commit costs the moves after it; a later view of the
+        // squares may still tell them apart.
         let overdue = vouched
+            && !decoded.tied()
             && presses >= 2
             && self.cfg.overdue_ms > 0
             && bt
@@ -2039,7 +2043,7 @@ mod tests {
 
     /// `pos` on board A, except that f3 and h3 read a white knight at 52 % and 48 %: the knight
     /// from g1 stands on one of them, and the reading barely says which.
-    fn knight_on_f3_or_h3(pos: &Position, ts: u64, motion: f32) -> Observation {
+    fn knight_on_f3_or_h3(pos: &Position, ts: u64, motion: f32, f3_share: f32) -> Observation {
         let mut o = Observation::exact(BoardId::A, ts, pos, motion);
         let mix = |knight: f32| {
             let mut p = [0f32; SquareClass::COUNT];
@@ -2047,8 +2051,9 @@ mod tests {
             p[SquareClass::Empty.index()] = 1.0 - knight;
             p
         };
-        o.set_square("f3".parse().unwrap(), mix(0.52)).unwrap();
-        o.set_square("h3".parse().unwrap(), mix(0.48)).unwrap();
+        o.set_square("f3".parse().unwrap(), mix(f3_share)).unwrap();
+        o.set_square("h3".parse().unwrap(), mix(1.0 - f3_share))
+            .unwrap();
         o
     }
 
@@ -2056,23 +2061,29 @@ mod tests {
     /// hands coming and going, only single calm frames (tentative decisions) in between.
     fn an_unclear_move_and_its_reply(cfg: TrackerConfig) -> Vec<Event> {
         let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg).unwrap();
+        an_unclear_move_and_its_reply_on(&mut t, 0.52).0
+    }
+
+    /// As `an_unclear_move_and_its_reply`, on `t`, with f3 reading the knight at `f3_share`
+    /// (h3 the rest). Returns the events and the time after the last observation.
+    fn an_unclear_move_and_its_reply_on(t: &mut Tracker, f3_share: f32) -> (Vec<Event>, u64) {
         let mut ts = 0;
         let start = t.table().board(BoardId::A).clone();
-        let mut ev = feed(&mut t, BoardId::A, &start, 3, 0.0, &mut ts);
+        let mut ev = feed(t, BoardId::A, &start, 3, 0.0, &mut ts);
         let knight = play(&start, &["g1f3"]);
         let reply = play(&knight, &["e7e5"]);
-        ev.extend(feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts));
+        ev.extend(feed(t, BoardId::A, &start, 3, 1.0, &mut ts));
         ev.extend(t.press(BoardId::A, ts));
         let first_press = ts;
         // Hands over the board, one calm frame between them.
         let show = |t: &mut Tracker, view: &Position, ts: &mut u64, ev: &mut Vec<Event>| {
             for motion in [1.0, 1.0, 0.0] {
-                ev.extend(t.observe(&knight_on_f3_or_h3(view, *ts, motion)));
+                ev.extend(t.observe(&knight_on_f3_or_h3(view, *ts, motion, f3_share)));
                 *ts += 100;
             }
         };
         for view in [&knight, &knight, &knight, &reply, &reply] {
-            show(&mut t, view, &mut ts, &mut ev);
+            show(t, view, &mut ts, &mut ev);
         }
         assert!(
             moves(&ev).is_empty(),
@@ -2080,8 +2091,8 @@ mod tests {
         );
         ev.extend(t.press(BoardId::A, first_press + 1600));
         ts = first_press + 1700;
-        show(&mut t, &reply, &mut ts, &mut ev);
-        ev
+        show(t, &reply, &mut ts, &mut ev);
+        (ev, ts)
     }
 
     #[test]
@@ -2100,5 +2111,24 @@ mod tests {
             ..TrackerConfig::default()
         });
         assert!(moves(&waiting).is_empty(), "{waiting:?}");
+    }
+
+    #[test]
+    fn an_overdue_press_does_not_commit_a_tie() {
+        // Regression (issue 6, low-side renders with a perfect reader): a drop and a king move
+        // on squares no view showed explained the views equally; the overdue rule committed one
+        // of them, and the wrong one cost every later move of the board.
+        let cfg = TrackerConfig {
+            stall_window_ms: 1000,
+            overdue_ms: 1500,
+            ..TrackerConfig::default()
+        };
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg).unwrap();
+        let (mut ev, mut ts) = an_unclear_move_and_its_reply_on(&mut t, 0.5);
+        assert!(moves(&ev).is_empty(), "g1f3 and g1h3 tie: {ev:?}");
+        let start = t.table().board(BoardId::A).clone();
+        let reply = play(&start, &["g1f3", "e7e5"]);
+        ev.extend(feed(&mut t, BoardId::A, &reply, 3, 0.0, &mut ts));
+        assert_eq!(moves(&ev), ["g1f3", "e7e5"], "{ev:?}");
     }
 }
