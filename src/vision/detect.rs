@@ -7,7 +7,7 @@
 //! Nothing here depends on the simulator: the same cues (checker X-junctions, the straight
 //! square/frame edge) exist in real photographs.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use image::RgbImage;
 
@@ -409,7 +409,9 @@ fn grow(g: &Gray, pts: &[Point], grid: &Grid, used: &[bool], seed: usize) -> Opt
         cos.abs() < 0.85 && d < 4.0 * d1 && checker_cell(g, p, e1, e)
     })?;
     let e2 = sub(pts[i2], p);
-    let mut known: HashMap<[i32; 2], usize> = HashMap::new();
+    // Ordered: which frontier cell claims a contested point depends on the visiting order, and
+    // a calibration must not depend on a hash seed (it did: one frame, two boards per run).
+    let mut known: BTreeMap<[i32; 2], usize> = BTreeMap::new();
     known.insert([0, 0], seed);
     known.insert([1, 0], i1);
     known.insert([0, 1], i2);
