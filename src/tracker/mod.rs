@@ -414,6 +414,11 @@ pub struct TrackerConfig {
     /// longer only piles up presses, and a chain decoded over many presses is worse than the
     /// best guess now (never stall). 0 switches it off.
     pub overdue_ms: u64,
+    /// An overdue press whose best hypothesis only ties its runner-up (chains that explain the
+    /// views equally, e.g. moves on squares no view shows) waits for a view that tells them
+    /// apart, until this many presses are pending; then the best is committed anyway (never
+    /// stall). 2 or less commits ties as soon as the press is overdue.
+    pub overdue_tie_presses: u32,
 }
 
 impl Default for TrackerConfig {
@@ -451,6 +456,7 @@ impl Default for TrackerConfig {
             stall_window_ms: 1000,
             tentative_residue_squares: 1,
             overdue_ms: 1500,
+            overdue_tie_presses: 4,
         }
     }
 }

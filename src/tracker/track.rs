@@ -7,7 +7,7 @@ use crate::rules::{
 };
 
 use super::decode::{
-    Decoder, Evidence, HypothesisKind, LogLik, order_by_change_times, order_by_views,
+    Decoded, Decoder, Evidence, HypothesisKind, LogLik, order_by_change_times, order_by_views,
 };
 use super::look::LookRefs;
 
@@ -190,11 +190,6 @@ pub struct Decision {
     pub committed: bool,
     /// Squares the best hypothesis leaves unexplained.
     pub unexplained: Vec<SquareEvidence>,
-}
-
-/// How many first moves `a` and `b` have in common.
-fn shared_start(a: &[crate::engine::Move], b: &[crate::engine::Move]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// The squares named in `evidence`.
@@ -730,8 +725,10 @@ impl Tracker {
         // press: the best guess now beats a longer chain later (`overdue_ms`). Not a tie,
         // though: two chains that explain the views equally (moves on squares no view shows)
         // are a coin toss, and one wrong commit costs the moves after it; a later view of the
-        // squares may still tell them apart.
-        let overdue_due = vouched
+        // squares may still tell them apart, unless the presses pile up
+        // (`overdue_tie_presses`).
+        let overdue = vouched
+            && (!decoded.tied() || presses >= self.cfg.overdue_tie_presses)
             && presses >= 2
             && self.cfg.overdue_ms > 0
             && bt
@@ -739,27 +736,14 @@ impl Tracker {
                 .front()
                 .is_some_and(|&t| ts.saturating_sub(t) >= self.cfg.overdue_ms)
             && !best.moves.is_empty();
-        let overdue = overdue_due && !decoded.tied();
-        let may_commit = |moves: &[crate::engine::Move]| {
-            best.kind != HypothesisKind::NoChange
-                && believable
-                && (!tentative
-                    || (self.residue_unrelated(b, &decoded.disagreeing, moves, pressed)
-                        && self.not_a_one_view_blip(b, moves)))
-                && beats_none
-                && bt.refused != Some(best.fingerprint)
-        };
-        let committable =
-            (margin_ok || (waited_out && !tentative) || overdue) && may_commit(&best.moves);
-        // An overdue tie whose chains begin alike: the moves they share are no coin toss, and
-        // committing them keeps the chain still to decide short.
-        let shared = match &decoded.runner_up {
-            Some(r) if overdue_due && !committable && decoded.tied() => {
-                let n = shared_start(&best.moves, &r.moves);
-                (n > 0 && may_commit(&best.moves[..n])).then(|| best.moves[..n].to_vec())
-            }
-            _ => None,
-        };
+        let committable = best.kind != HypothesisKind::NoChange
+            && believable
+            && (!tentative
+                || (self.residue_unrelated(b, &decoded, pressed)
+                    && self.not_a_one_view_blip(b, &best.moves)))
+            && (margin_ok || (waited_out && !tentative) || overdue)
+            && beats_none
+            && bt.refused != Some(best.fingerprint);
         if let Some(trace) = self.decisions.as_mut() {
             let ucis = |h: &crate::tracker::Hypothesis| -> Vec<String> {
                 h.moves.iter().map(|m| m.to_uci().to_string()).collect()
@@ -775,7 +759,7 @@ impl Tracker {
                 runner_up: decoded.runner_up.as_ref().map(ucis),
                 runner_up_score: decoded.runner_up.as_ref().map(|r| r.score),
                 margin: decoded.margin(),
-                committed: committable || shared.is_some(),
+                committed: committable,
                 unexplained: decoded.disagreeing.clone(),
             });
         }
@@ -790,21 +774,6 @@ impl Tracker {
                 carried.remove(0);
             }
             carried.push(moves);
-        }
-        if let Some(moves) = shared {
-            if may_wait_for_other && self.mate_waits_for_other(b, &moves) {
-                return events;
-            }
-            let count = moves.len();
-            for mv in moves {
-                events.extend(self.commit(b, mv, ts));
-            }
-            // The rest of the chain stays undecided: the board stays open, the views of the
-            // presses still to decide and the transients since the last decision stay in use.
-            let bt = &mut self.boards[b.index()];
-            let used = count.min(bt.press_views.len());
-            bt.press_views.drain(..used);
-            return events;
         }
         let (best, bt) = (&decoded.best, &self.boards[b.index()]);
         if committable && may_wait_for_other && self.mate_waits_for_other(b, &best.moves) {
@@ -960,20 +929,15 @@ impl Tracker {
     /// Whether the squares a tentative decision leaves unexplained may stay so: none at all, or
     /// (with a press pending) at most `tentative_residue_squares` squares that the decided moves
     /// do not change.
-    fn residue_unrelated(
-        &self,
-        b: BoardId,
-        residue: &[SquareEvidence],
-        moves: &[crate::engine::Move],
-        pressed: bool,
-    ) -> bool {
+    fn residue_unrelated(&self, b: BoardId, decoded: &Decoded, pressed: bool) -> bool {
+        let residue = &decoded.disagreeing;
         if residue.is_empty() {
             return true;
         }
         if !pressed || residue.len() > self.cfg.tentative_residue_squares as usize {
             return false;
         }
-        let Some(after) = self.table_after(b, moves) else {
+        let Some(after) = self.table_after(b, &decoded.best.moves) else {
             return false;
         };
         let (before, after) = (self.referee.table().board(b), after.board(b));
@@ -2167,42 +2131,19 @@ mod tests {
         let reply = play(&start, &["g1f3", "e7e5"]);
         ev.extend(feed(&mut t, BoardId::A, &reply, 3, 0.0, &mut ts));
         assert_eq!(moves(&ev), ["g1f3", "e7e5"], "{ev:?}");
-    }
-
-    #[test]
-    fn an_overdue_tie_commits_the_moves_its_chains_share() {
-        // e2e4 pressed, then g8f6 pressed, and the one calm view after both shows e4 clearly
-        // but the knight on f6 or h6 at 50 % each: e2e4 is no coin toss, the knight move is.
+        // With as many presses pending as `overdue_tie_presses` asks, the tie is committed:
+        // one of the two knight moves, then the reply (never stall).
         let cfg = TrackerConfig {
             stall_window_ms: 1000,
             overdue_ms: 1500,
+            overdue_tie_presses: 2,
             ..TrackerConfig::default()
         };
         let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg).unwrap();
-        t.record_decisions(true);
-        let mut ts = 0;
-        let start = t.table().board(BoardId::A).clone();
-        let mut ev = feed(&mut t, BoardId::A, &start, 3, 0.0, &mut ts);
-        ev.extend(feed(&mut t, BoardId::A, &start, 2, 1.0, &mut ts));
-        ev.extend(t.press(BoardId::A, ts));
-        ev.extend(feed(&mut t, BoardId::A, &start, 16, 1.0, &mut ts));
-        ev.extend(t.press(BoardId::A, ts));
-        ts += 100;
-        let both = play(&start, &["e2e4", "g8f6"]);
-        let unclear = |ts: u64| {
-            let mut o = Observation::exact(BoardId::A, ts, &both, 0.0);
-            let mut half = [0f32; SquareClass::COUNT];
-            half[SquareClass::BlackKnight.index()] = 0.5;
-            half[SquareClass::Empty.index()] = 0.5;
-            o.set_square("f6".parse().unwrap(), half).unwrap();
-            o.set_square("h6".parse().unwrap(), half).unwrap();
-            o
-        };
-        ev.extend(t.observe(&unclear(ts)));
-        ts += 100;
-        ev.extend(feed(&mut t, BoardId::A, &both, 1, 1.0, &mut ts));
-        assert_eq!(moves(&ev), ["e2e4"], "{ev:?} {:?}", t.take_decisions());
-        ev.extend(feed(&mut t, BoardId::A, &both, 3, 0.0, &mut ts));
-        assert_eq!(moves(&ev), ["e2e4", "g8f6"], "{ev:?}");
+        let (ev, _) = an_unclear_move_and_its_reply_on(&mut t, 0.5);
+        let committed = moves(&ev);
+        assert_eq!(committed.len(), 2, "{ev:?}");
+        assert!(["g1f3", "g1h3"].contains(&committed[0].as_str()), "{ev:?}");
+        assert_eq!(committed[1], "e7e5", "{ev:?}");
     }
 }
