@@ -382,3 +382,56 @@ fn the_same_frame_gives_the_same_calibration_every_time() {
         assert_eq!(corners(), first);
     }
 }
+
+#[test]
+fn a_small_low_frame_is_also_searched_enlarged() {
+    // The same 640x360 `low-side` start frame: searched at its own size, the far board's
+    // corners come out about twelve squares off the truth; searched at twice
+    // the size as well, the better detection is within 5 % of a square (the board's shortest
+    // side / 8) of the truth.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/vision/low-side-elements-start.jpg"
+    );
+    let frame = image::open(path).unwrap().to_rgb8();
+    // The simulator's truth corners of this frame (a1, h1, h8, a8 per board, pixels).
+    let truth: [[[f64; 2]; 4]; 2] = [
+        [
+            [74.49834, 245.74736],
+            [297.03235, 227.3081],
+            [278.68365, 144.75742],
+            [111.53548, 155.8795],
+        ],
+        [
+            [492.40417, 130.8017],
+            [340.43707, 140.69447],
+            [378.03992, 220.49687],
+            [573.6741, 203.82935],
+        ],
+    ];
+    let worst = |cfg: &CalibrationConfig| {
+        let cal = Calibration::detect(&frame, "t", cfg).unwrap();
+        (0..2)
+            .map(|b| {
+                let t = &truth[b];
+                let square = (0..4)
+                    .map(|k| (t[k][0] - t[(k + 1) % 4][0]).hypot(t[k][1] - t[(k + 1) % 4][1]) / 8.0)
+                    .fold(f64::MAX, f64::min);
+                let c = &cal.boards[b].corners;
+                (0..4)
+                    .map(|k| (c[k][0] - t[k][0]).hypot(c[k][1] - t[k][1]) / square)
+                    .fold(0.0, f64::max)
+            })
+            .fold(0.0, f64::max)
+    };
+    let both = worst(&CalibrationConfig::default());
+    assert!(both < 0.05, "worst corner {both} squares");
+    let native = worst(&CalibrationConfig {
+        upscale_below_width: 0,
+        ..CalibrationConfig::default()
+    });
+    assert!(
+        native > 1.0,
+        "worst corner {native} squares at the frame's own size"
+    );
+}

@@ -77,6 +77,10 @@ pub struct CalibrationConfig {
     /// Difference of the two ends' signed piece brightness (grey levels) above which the
     /// light pieces decide the sides.
     pub min_piece_contrast: f64,
+    /// Frames narrower than this (pixels) are also searched at twice their size, and the
+    /// detection with the higher quality is kept: the X-corner filters are sized for squares
+    /// tens of pixels wide, which the far board of a small, low frame does not have. 0 = never.
+    pub upscale_below_width: u32,
 }
 
 impl Default for CalibrationConfig {
@@ -86,6 +90,7 @@ impl Default for CalibrationConfig {
             white_near: [true, false],
             pockets: PocketLayout::default(),
             min_piece_contrast: 12.0,
+            upscale_below_width: 1000,
         }
     }
 }
@@ -319,9 +324,50 @@ impl Calibration {
         table: &str,
         config: &CalibrationConfig,
     ) -> Result<Calibration, CalibrationError> {
+        let native = Self::detect_at(frame, table, config, 1);
+        if frame.width() >= config.upscale_below_width {
+            return native;
+        }
+        match (native, Self::detect_at(frame, table, config, 2)) {
+            (Ok(n), Ok(u)) => Ok(if u.quality > n.quality { u } else { n }),
+            (Ok(n), Err(_)) => Ok(n),
+            (Err(_), Ok(u)) => Ok(u),
+            (Err(e), Err(_)) => Err(e),
+        }
+    }
+
+    /// [`Calibration::detect`] with the boards searched in `frame` enlarged `scale` times
+    /// (corners and fit residual brought back to `frame`'s pixels).
+    fn detect_at(
+        frame: &RgbImage,
+        table: &str,
+        config: &CalibrationConfig,
+        scale: u32,
+    ) -> Result<Calibration, CalibrationError> {
         let g = Gray::from_rgb(frame);
-        let lin = detect::lines::linear_luminance(frame);
-        let found = detect::find_boards(&g, &lin);
+        let found = if scale > 1 {
+            let big = image::imageops::resize(
+                frame,
+                frame.width() * scale,
+                frame.height() * scale,
+                image::imageops::FilterType::Triangle,
+            );
+            let gb = Gray::from_rgb(&big);
+            let lin = detect::lines::linear_luminance(&big);
+            let mut f = detect::find_boards(&gb, &lin);
+            let k = scale as f64;
+            for b in &mut f {
+                b.rms /= k;
+                for c in &mut b.corners {
+                    c[0] = (c[0] + 0.5) / k - 0.5;
+                    c[1] = (c[1] + 0.5) / k - 0.5;
+                }
+            }
+            f
+        } else {
+            let lin = detect::lines::linear_luminance(frame);
+            detect::find_boards(&g, &lin)
+        };
         if found.len() < 2 {
             return Err(CalibrationError::NotFound(format!(
                 "{} board(s) found, 2 needed",
