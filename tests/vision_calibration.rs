@@ -362,16 +362,21 @@ fn debug_one() {
     img.save(dir.join("dbg-x.png")).unwrap();
 }
 
-#[test]
-fn the_same_frame_gives_the_same_calibration_every_time() {
-    // Regression: the lattice growth visited cells in hash order, and this start-position
-    // frame (a 640x360 render, `low-side`, the `elements` set) was calibrated one way in some
-    // runs and 12 squares off in others.
+/// The first frame of a rendered game: start position, 640x360, `low-side`, `elements` set
+/// (validation render `el-low-g37`).
+fn low_side_start_frame() -> image::RgbImage {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/fixtures/vision/low-side-elements-start.jpg"
     );
-    let frame = image::open(path).unwrap().to_rgb8();
+    image::open(path).unwrap().to_rgb8()
+}
+
+#[test]
+fn the_same_frame_gives_the_same_calibration_every_time() {
+    // Regression: the lattice growth visited cells in hash order, and this frame was
+    // calibrated one way in some runs and 12 squares off in others.
+    let frame = low_side_start_frame();
     let corners = || {
         Calibration::detect(&frame, "t", &CalibrationConfig::default())
             .map(|c| c.boards.iter().map(|b| b.corners).collect::<Vec<_>>())
@@ -389,11 +394,7 @@ fn a_small_low_frame_is_also_searched_enlarged() {
     // corners come out about twelve squares off the truth; searched at twice
     // the size as well, the better detection is within 5 % of a square (the board's shortest
     // side / 8) of the truth.
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/fixtures/vision/low-side-elements-start.jpg"
-    );
-    let frame = image::open(path).unwrap().to_rgb8();
+    let frame = low_side_start_frame();
     // The simulator's truth corners of this frame (a1, h1, h8, a8 per board, pixels).
     let truth: [[[f64; 2]; 4]; 2] = [
         [
