@@ -2116,9 +2116,9 @@ mod tests {
 
     #[test]
     fn an_overdue_press_does_not_commit_a_tie() {
-        // Regression (issue 6, low-side renders with a perfect reader): a drop and a king move
-        // on squares no view showed explained the views equally; the overdue rule committed one
-        // of them, and the wrong one cost every later move of the board.
+        // Regression (issue 6, low-side renders with a perfect reader): a king move and a
+        // knight move on squares no view showed explained the views equally; the overdue rule
+        // committed one of them, and the wrong one cost every later move of the board.
         let cfg = TrackerConfig {
             stall_window_ms: 1000,
             overdue_ms: 1500,
