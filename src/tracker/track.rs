@@ -2124,7 +2124,7 @@ mod tests {
             overdue_ms: 1500,
             ..TrackerConfig::default()
         };
-        let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg).unwrap();
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg.clone()).unwrap();
         let (mut ev, mut ts) = an_unclear_move_and_its_reply_on(&mut t, 0.5);
         assert!(moves(&ev).is_empty(), "g1f3 and g1h3 tie: {ev:?}");
         let start = t.table().board(BoardId::A).clone();
@@ -2134,10 +2134,8 @@ mod tests {
         // With as many presses pending as `overdue_tie_presses` asks, the tie is committed:
         // one of the two knight moves, then the reply (never stall).
         let cfg = TrackerConfig {
-            stall_window_ms: 1000,
-            overdue_ms: 1500,
             overdue_tie_presses: 2,
-            ..TrackerConfig::default()
+            ..cfg
         };
         let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg).unwrap();
         let (ev, _) = an_unclear_move_and_its_reply_on(&mut t, 0.5);
