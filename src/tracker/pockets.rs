@@ -26,6 +26,10 @@ use super::{PocketLook, PocketReading};
 const CLEAR_READINGS: u32 = 3;
 /// Consecutive calm readings of a changed zone before a hand-over counts as arrived by its look.
 const LOOK_READINGS: u32 = 2;
+/// Consecutive calm readings that must show a pocket short before a hand-over is reported
+/// missing. Calm readings of a board can be seconds apart while its players move, and a single
+/// one often catches a piece that arrived unseen being lifted for a drop not yet decided.
+const SHORT_READINGS: u32 = 2;
 /// How long before a capture is committed its zone's look is taken as "before": the capture
 /// was made earlier (it is committed at the press or at stability), and the piece cannot reach
 /// the partner's zone before it was captured.
@@ -58,6 +62,8 @@ struct KeyState {
     clear_run: u32,
     /// Consecutive readings showing fewer missing pieces than were reported hidden.
     back_run: u32,
+    /// Consecutive readings showing the pocket short (beyond the undecided moves' excuse).
+    short_run: u32,
     /// The visible count as last confirmed by `CLEAR_READINGS` agreeing readings.
     seen: Option<u8>,
     /// A different visible count and how many consecutive readings showed it.
@@ -81,7 +87,8 @@ struct Handover {
 ///
 /// Per board, colour and role, the shortfall (held minus visible) is explained first by pending
 /// hand-overs (pieces captured on the other board, oldest first), then by hidden pieces. A
-/// hand-over still pending after the grace period is `handover_missing` (once per piece); a
+/// hand-over still pending after the grace period, with the pocket short in two calm readings
+/// in a row, is `handover_missing` (once per piece); a
 /// further shortfall that persists for the grace period is `hidden_pocket` (once per piece).
 #[derive(Debug, Clone)]
 pub struct PocketWatcher {
@@ -242,6 +249,8 @@ impl PocketWatcher {
                 // by more than the undecided moves may have dropped.
                 let excused = excuses.min(short);
                 excuses -= excused;
+                key.short_run = if short > excused { key.short_run + 1 } else { 0 };
+                let confirmed = key.short_run >= SHORT_READINGS;
                 let mut unexplained = short;
                 for h in self.pending.iter_mut().filter(|h| is_key(h)) {
                     if unexplained == 0 {
@@ -250,7 +259,10 @@ impl PocketWatcher {
                     // Only the shortfall beyond `excused` is alerted on.
                     let alertable = unexplained > excused;
                     unexplained -= 1;
-                    if alertable && !h.reported && ts.saturating_sub(h.captured_ts) >= self.grace_ms
+                    if alertable
+                        && confirmed
+                        && !h.reported
+                        && ts.saturating_sub(h.captured_ts) >= self.grace_ms
                     {
                         h.reported = true;
                         out.push(EventBody::HandoverMissing {
@@ -548,6 +560,29 @@ mod tests {
             );
         }
         assert_eq!(w.pending(BoardId::A), 0);
+    }
+
+    #[test]
+    fn one_sparse_reading_of_a_short_pocket_does_not_report_a_missing_handover() {
+        // The board's players keep moving: its calm readings come seconds apart, and the only
+        // one after the grace period shows the pocket short (the piece lifted for a drop).
+        let t = table_with_white_knight_in_a_pocket();
+        let mut w = PocketWatcher::new(1000);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+        assert!(w.on_reading(BoardId::A, 3000, &reading(0), &t, [0; 2]).is_empty());
+        // A second reading that still shows it short confirms the shortfall.
+        assert!(matches!(
+            w.on_reading(BoardId::A, 3600, &reading(0), &t, [0; 2]).as_slice(),
+            [EventBody::HandoverMissing { captured_ts: 0, .. }]
+        ));
+        // A shortfall already seen before the grace period ends is reported when it ends.
+        let mut w = PocketWatcher::new(1000);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+        assert!(w.on_reading(BoardId::A, 600, &reading(0), &t, [0; 2]).is_empty());
+        assert_eq!(
+            w.on_reading(BoardId::A, 1000, &reading(0), &t, [0; 2]).len(),
+            1
+        );
     }
 
     #[test]
