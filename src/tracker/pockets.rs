@@ -26,9 +26,10 @@ use super::{PocketLook, PocketReading};
 const CLEAR_READINGS: u32 = 3;
 /// Consecutive calm readings of a changed zone before a hand-over counts as arrived by its look.
 const LOOK_READINGS: u32 = 2;
-/// Consecutive calm readings that must show a pocket short before a hand-over is reported
-/// missing. Calm readings of a board can be seconds apart while its players move, and a single
-/// one often catches a piece that arrived unseen being lifted for a drop not yet decided.
+/// Consecutive calm readings that must show a player's pocket short before an alert while he
+/// has pressed moves not yet decided. Calm readings of a board can be seconds apart while its
+/// players move, and a single one then often catches a piece lifted for a drop the tracker has
+/// not decided yet.
 const SHORT_READINGS: u32 = 2;
 /// How long before a capture is committed its zone's look is taken as "before": the capture
 /// was made earlier (it is committed at the press or at stability), and the piece cannot reach
@@ -87,8 +88,7 @@ struct Handover {
 ///
 /// Per board, colour and role, the shortfall (held minus visible) is explained first by pending
 /// hand-overs (pieces captured on the other board, oldest first), then by hidden pieces. A
-/// hand-over still pending after the grace period, with the pocket short in two calm readings
-/// in a row, is `handover_missing` (once per piece); a
+/// hand-over still pending after the grace period is `handover_missing` (once per piece); a
 /// further shortfall that persists for the grace period is `hidden_pocket` (once per piece).
 #[derive(Debug, Clone)]
 pub struct PocketWatcher {
@@ -100,6 +100,8 @@ pub struct PocketWatcher {
     /// Per board, colour.
     zones: [[Zone; 2]; 2],
     pending: Vec<Handover>,
+    /// Undecided moves excuse as many missing pieces (else they only ask for confirmation).
+    excuse_undecided: bool,
 }
 
 impl PocketWatcher {
@@ -111,7 +113,14 @@ impl PocketWatcher {
             keys: Default::default(),
             zones: Default::default(),
             pending: Vec::new(),
+            excuse_undecided: false,
         }
+    }
+
+    /// Lets each undecided move of a player excuse one missing piece of his outright.
+    pub fn excusing_undecided(mut self, excuse: bool) -> PocketWatcher {
+        self.excuse_undecided = excuse;
+        self
     }
 
     /// Also uses the zones' looks, with `levels` grey levels of tolerance (0: off).
@@ -186,8 +195,10 @@ impl PocketWatcher {
 
     /// One calm reading of `board`'s pockets at `ts`; returns the alerts it completes.
     /// `undecided` counts per colour the moves pressed but not yet committed: each may be a drop
-    /// the pocket already shows, so that many missing pieces of the colour raise nothing yet
-    /// (the reading still updates what the watcher knows).
+    /// the pocket already shows. A player with undecided moves is alerted on only when
+    /// [`SHORT_READINGS`] readings in a row show his pocket short; with
+    /// [`excusing_undecided`](Self::excusing_undecided), that many missing pieces of his raise
+    /// nothing at all (the reading still updates what the watcher knows).
     pub fn on_reading(
         &mut self,
         board: BoardId,
@@ -203,7 +214,8 @@ impl PocketWatcher {
                 .filter(|_| self.look_levels > 0.0)
                 .map(|l| l[color.index()]);
             let untouched = look.is_some_and(|l| self.zone_look(board, color, ts, &l));
-            let mut excuses = undecided[color.index()];
+            let waiting = undecided[color.index()];
+            let mut excuses = if self.excuse_undecided { waiting } else { 0 };
             let mut all_there = true;
             for role in Role::POCKET {
                 let held = table.board(board).pocket(color).count(role);
@@ -249,8 +261,12 @@ impl PocketWatcher {
                 // by more than the undecided moves may have dropped.
                 let excused = excuses.min(short);
                 excuses -= excused;
-                key.short_run = if short > excused { key.short_run + 1 } else { 0 };
-                let confirmed = key.short_run >= SHORT_READINGS;
+                key.short_run = if short > excused {
+                    key.short_run + 1
+                } else {
+                    0
+                };
+                let confirmed = waiting == 0 || key.short_run >= SHORT_READINGS;
                 let mut unexplained = short;
                 for h in self.pending.iter_mut().filter(|h| is_key(h)) {
                     if unexplained == 0 {
@@ -279,6 +295,7 @@ impl PocketWatcher {
                     key.clear_run = 0;
                     let since = *key.hidden_since.get_or_insert(ts);
                     if unexplained.saturating_sub(excused) > key.reported_hidden
+                        && confirmed
                         && ts.saturating_sub(since) >= self.grace_ms
                     {
                         key.reported_hidden = unexplained;
@@ -412,7 +429,7 @@ mod tests {
         // Two knights held, none seen: one undecided white move may explain one of them.
         let t = table_with_two_white_knights_in_a_pocket();
         let run = |undecided: [u8; 2]| {
-            let mut w = PocketWatcher::new(3000);
+            let mut w = PocketWatcher::new(3000).excusing_undecided(true);
             let mut events = Vec::new();
             for ts in (0..=4000).step_by(100) {
                 events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, undecided));
@@ -563,26 +580,47 @@ mod tests {
     }
 
     #[test]
-    fn one_sparse_reading_of_a_short_pocket_does_not_report_a_missing_handover() {
-        // The board's players keep moving: its calm readings come seconds apart, and the only
-        // one after the grace period shows the pocket short (the piece lifted for a drop).
+    fn one_sparse_reading_while_a_move_is_undecided_reports_nothing() {
+        // The board's players keep moving, so its calm readings come seconds apart; the only
+        // one after the grace period shows White's pocket short while a press of White's is
+        // undecided (the piece may be in his hand for that drop).
         let t = table_with_white_knight_in_a_pocket();
+        let white_undecided = [1, 0];
         let mut w = PocketWatcher::new(1000);
         w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
-        assert!(w.on_reading(BoardId::A, 3000, &reading(0), &t, [0; 2]).is_empty());
+        assert!(
+            w.on_reading(BoardId::A, 3000, &reading(0), &t, white_undecided)
+                .is_empty()
+        );
         // A second reading that still shows it short confirms the shortfall.
         assert!(matches!(
-            w.on_reading(BoardId::A, 3600, &reading(0), &t, [0; 2]).as_slice(),
+            w.on_reading(BoardId::A, 3600, &reading(0), &t, white_undecided)
+                .as_slice(),
             [EventBody::HandoverMissing { captured_ts: 0, .. }]
         ));
-        // A shortfall already seen before the grace period ends is reported when it ends.
+        // With nothing undecided, or only Black's moves, one reading is enough.
+        for undecided in [[0, 0], [0, 1]] {
+            let mut w = PocketWatcher::new(1000);
+            w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+            assert_eq!(
+                w.on_reading(BoardId::A, 3000, &reading(0), &t, undecided)
+                    .len(),
+                1
+            );
+        }
+        // The same for a hidden piece: a reading without the shortfall in between restarts
+        // the count.
         let mut w = PocketWatcher::new(1000);
-        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
-        assert!(w.on_reading(BoardId::A, 600, &reading(0), &t, [0; 2]).is_empty());
-        assert_eq!(
-            w.on_reading(BoardId::A, 1000, &reading(0), &t, [0; 2]).len(),
-            1
-        );
+        let mut events = Vec::new();
+        for (ts, visible) in [(0, 0), (400, 1), (3000, 0)] {
+            events.extend(w.on_reading(BoardId::A, ts, &reading(visible), &t, white_undecided));
+        }
+        assert!(events.is_empty(), "{events:?}");
+        assert!(matches!(
+            w.on_reading(BoardId::A, 3400, &reading(0), &t, white_undecided)
+                .as_slice(),
+            [EventBody::HiddenPocket { .. }]
+        ));
     }
 
     #[test]

@@ -240,7 +240,9 @@ impl Tracker {
             BoardTrack::new(referee.table().board(BoardId::B)),
         ];
         Ok(Tracker {
-            pockets: PocketWatcher::new(cfg.pocket_grace_ms).with_looks(cfg.pocket_look_levels),
+            pockets: PocketWatcher::new(cfg.pocket_grace_ms)
+                .with_looks(cfg.pocket_look_levels)
+                .excusing_undecided(cfg.pocket_excuse_undecided),
             cfg,
             referee,
             variant,
@@ -486,14 +488,11 @@ impl Tracker {
             bt.pockets.push_back(*reading);
             // Pressed moves not yet committed (the first pending press is the side to move's,
             // the next the other's, and so on) may be drops the pocket already shows: the
-            // engine lags behind them, so that many missing pieces of the player raise no alert
-            // yet. The reading still keeps the watcher's state current.
-            let undecided = if self.cfg.pocket_excuse_undecided {
+            // engine lags behind them.
+            let undecided = {
                 let to_move = self.referee.table().board(b).turn().index();
                 let n = bt.presses().min(u32::from(u8::MAX)) as u8;
                 std::array::from_fn(|c| if c == to_move { n.div_ceil(2) } else { n / 2 })
-            } else {
-                [0; 2]
             };
             let alerts =
                 self.pockets
