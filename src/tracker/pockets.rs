@@ -247,12 +247,18 @@ impl PocketWatcher {
                 }
                 remove_oldest(&mut self.pending, arrived, is_key);
                 let pending = pending - arrived;
-                // Fewer missing than pending: the oldest hand-overs arrived.
+                // Fewer missing than pending: the oldest hand-overs arrived. At once when the
+                // confirmed count agrees: the piece can reach the pocket before its capture is
+                // committed, and the readings that confirmed it then came before the capture.
                 if short < pending {
                     key.arrived_run += 1;
-                    if key.arrived_run >= CLEAR_READINGS {
-                        remove_oldest(&mut self.pending, pending - short, is_key);
-                    }
+                    let short_seen = held.saturating_sub(key.seen.unwrap_or(visible));
+                    let n = if key.arrived_run >= CLEAR_READINGS {
+                        pending - short
+                    } else {
+                        pending.saturating_sub(short.max(short_seen))
+                    };
+                    remove_oldest(&mut self.pending, n, is_key);
                 } else {
                     key.arrived_run = 0;
                 }
@@ -621,6 +627,27 @@ mod tests {
                 .as_slice(),
             [EventBody::HiddenPocket { .. }]
         ));
+    }
+
+    #[test]
+    fn a_hand_over_that_arrived_before_its_capture_was_committed_is_not_missing() {
+        // The knight reaches White's pocket (three readings confirm it) before the capture on
+        // B is committed; the one reading after the commit agrees, then the knight is lifted
+        // for a drop the tracker has not decided yet.
+        let before = Table::new();
+        let t = table_with_white_knight_in_a_pocket();
+        let mut w = PocketWatcher::new(1000);
+        for ts in [0, 200, 400] {
+            w.on_reading(BoardId::A, ts, &reading(1), &before, [0; 2]);
+        }
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 500);
+        w.on_reading(BoardId::A, 600, &reading(1), &t, [0; 2]);
+        assert_eq!(w.pending(BoardId::A), 0);
+        let mut events = Vec::new();
+        for ts in (2000..=2600).step_by(200) {
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [1, 0]));
+        }
+        assert!(events.is_empty(), "{events:?}");
     }
 
     #[test]
