@@ -381,7 +381,8 @@ pub struct TrackerConfig {
     /// With a clock feed: each player's pressed but undecided moves excuse as many pieces
     /// missing from his pocket (they may be drops not yet committed). Off by default: it cuts
     /// false pocket alerts but also late hand-overs the receiving player has a move pending for
-    /// (`docs/tracker.md`, Pockets).
+    /// (`docs/tracker.md`, Pockets). Off, such a player is alerted on only after two calm
+    /// readings in a row show his pocket short.
     pub pocket_excuse_undecided: bool,
     /// A pocket zone whose look ([`PocketReading::looks`]) moved by more than this many grey
     /// levels in some block since before a capture received the hand-over, whatever the pocket
