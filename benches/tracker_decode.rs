@@ -77,7 +77,7 @@ fn bench(c: &mut Criterion) {
             ..TrackerConfig::default()
         };
         let ll = LogLik::from_observation(&obs, &cfg);
-        let decoded = Decoder::new(&table, BoardId::A, &v, &cfg, &ll).decode(&ll, None, false, &ev);
+        let decoded = Decoder::new(&table, BoardId::A, &v, &cfg).decode(&ll, None, false, &ev);
         let found: Vec<String> = decoded.best.moves.iter().map(|m| m.to_string()).collect();
         eprintln!(
             "{name}: {} hypotheses, best {:?} {found:?}, played {played:?}",
@@ -89,7 +89,7 @@ fn bench(c: &mut Criterion) {
         group.bench_function(name, |b| {
             b.iter(|| {
                 let ll = LogLik::from_observation(black_box(&obs), &cfg);
-                Decoder::new(&table, BoardId::A, &v, &cfg, &ll).decode(&ll, None, false, &ev)
+                Decoder::new(&table, BoardId::A, &v, &cfg).decode(&ll, None, false, &ev)
             })
         });
     }

@@ -73,3 +73,23 @@ fn pieces_never_handed_over_are_reported() {
     assert_eq!(report.false_alerts, 0, "{report:?}");
     assert!(report.all_right, "{report:?}");
 }
+
+#[test]
+fn a_reply_seen_before_its_press_still_orders_the_next_chain() {
+    // Regression (issue 6): game 59 at the records' online pace with the clock feed, as
+    // `tandem eval tracker-sim --clock --game 59` runs it. Black's `P@e4` was already on the
+    // board when White's `B@b5` was committed (e4 left unexplained); the next decision, `P@e4
+    // f3e5 e4d3`, then chose `P@c4 f3e5 c4d3` (the same final squares) because the view that
+    // showed e4 was no longer among its transients.
+    let games = games();
+    let opts = EvalOptions {
+        clock: true,
+        ..EvalOptions::default()
+    };
+    let (report, _) = eval_game(&games[59], 59, &opts).unwrap();
+    assert!(
+        report.all_right,
+        "{}/{} moves right ({} committed)",
+        report.moves_right, report.moves_truth, report.moves_committed
+    );
+}

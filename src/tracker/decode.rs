@@ -130,7 +130,8 @@ pub enum HypothesisKind {
     Move,
     /// Several legal moves in one observation (fast replies), in playing order.
     Sequence,
-    /// One physically possible but illegal move (goes to the referee, comes back `illegal_move`).
+    /// One physically possible but illegal move (goes to the referee, comes back `illegal_move`),
+    /// last in the sequence: legal moves of earlier presses may come before it.
     Illegal,
     /// A drop of a piece this pocket does not hold yet while the partner board has an undecided
     /// change: the decision waits for that board.
@@ -139,6 +140,24 @@ pub enum HypothesisKind {
 
 /// Longest move sequence one observation can be explained by.
 pub const MAX_SEQUENCE: usize = 12;
+
+/// Longest legal chain an illegal move is offered after (the moves of the earlier presses).
+const MAX_ILLEGAL_PREFIX: usize = 3;
+
+/// How many of the best chains of each length an illegal move is offered after.
+const ILLEGAL_PREFIXES_PER_DEPTH: usize = 4;
+
+/// Adds the best [`ILLEGAL_PREFIXES_PER_DEPTH`] nodes of `frontier` (one chain length) to `keep`.
+fn keep_best(keep: &mut Vec<Node>, frontier: &[Node]) {
+    let mut order: Vec<usize> = (0..frontier.len()).collect();
+    order.sort_unstable_by(|&a, &b| frontier[b].score.total_cmp(&frontier[a].score));
+    keep.extend(
+        order
+            .into_iter()
+            .take(ILLEGAL_PREFIXES_PER_DEPTH)
+            .map(|i| frontier[i].clone()),
+    );
+}
 
 /// The share of the beam (1 / this) kept for the chains that pass through the most classes seen
 /// in passing during the hand frames: a drop captured at once (`N@g4` after `Kxf2`) shows only
@@ -428,30 +447,25 @@ pub struct Decoder<'a> {
     variant: &'a Variant,
     cfg: &'a TrackerConfig,
     base: [SquareClass; 64],
-    base_ll: [f32; 64],
 }
 
 impl<'a> Decoder<'a> {
-    /// A decoder for `board` of `table` (the referee's); `ll` is the observation to decode (its
-    /// no-change log-likelihood per square is cached).
+    /// A decoder for `board` of `table` (the referee's).
     pub fn new(
         table: &'a Table,
         board: BoardId,
         variant: &'a Variant,
         cfg: &'a TrackerConfig,
-        ll: &LogLik,
     ) -> Decoder<'a> {
         let pos = table.board(board);
         let base: [SquareClass; 64] =
             std::array::from_fn(|i| SquareClass::on(pos, Square::new(i as u8).expect("i < 64")));
-        let base_ll = std::array::from_fn(|i| ll.ll[i][base[i].index()]);
         Decoder {
             table,
             board,
             variant,
             cfg,
             base,
-            base_ll,
         }
     }
 
@@ -672,6 +686,17 @@ impl<'a> Decoder<'a> {
             });
         }
         let max_len = (self.cfg.max_moves_per_observation as usize).min(MAX_SEQUENCE);
+        // With presses pending, the last pressed move may be the illegal one: the best legal
+        // chains one press short of the count are kept to offer illegal moves after them.
+        let prefix_depth = ev
+            .presses
+            .map_or(0, |n| (n as usize).saturating_sub(1))
+            .min(MAX_ILLEGAL_PREFIX)
+            .min(max_len);
+        let mut prefixes: Vec<Node> = Vec::new();
+        if prefix_depth >= 1 {
+            keep_best(&mut prefixes, &frontier);
+        }
         // The carried sequences' nodes, one move deeper per depth (the first moves are in the
         // frontier already: every legal move is).
         let mut carried: Vec<(&[Move], Node)> = ev
@@ -810,6 +835,9 @@ impl<'a> Decoder<'a> {
                 }
             }
             frontier = next;
+            if depth <= prefix_depth {
+                keep_best(&mut prefixes, &frontier);
+            }
         }
         let mut illegal_considered = false;
         let explained = |top: &Top| {
@@ -820,7 +848,11 @@ impl<'a> Decoder<'a> {
         };
         if !explained(&top) {
             illegal_considered = true;
-            self.offer_illegal(ll, pos, &legal, other_busy, &mut top);
+            self.offer_illegal(ll, &root, &legal, other_busy, &mut top);
+            for node in &prefixes {
+                let legal = node.pos.legal_moves(self.variant);
+                self.offer_illegal(ll, node, &legal, other_busy, &mut top);
+            }
         }
         let best_entry = top.best.expect("no change is always offered");
         let disagreeing = self.disagreeing(ll, &best_entry.3, pos);
@@ -835,14 +867,18 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    /// Offers every physically possible illegal move after `node`'s legal chain (the root: no
+    /// chain), at `prior_illegal` plus `prior_extra_move` per legal move before it.
     fn offer_illegal(
         &self,
         ll: &LogLik,
-        pos: &Position,
+        node: &Node,
         legal: &[Move],
         other_busy: bool,
         top: &mut Top,
     ) {
+        let pos = &node.pos;
+        let chain = node.seq.len as f32 * self.cfg.prior_extra_move;
         let mover = pos.turn();
         let last_rank = match mover {
             Color::White => 7,
@@ -880,7 +916,7 @@ impl<'a> Decoder<'a> {
                     ],
                     2,
                 );
-                let (d, fp) = self.score_changes(ll, &changes);
+                let (d, fp) = self.extend(ll, node, &changes);
                 let mv = Move::Normal {
                     role,
                     from,
@@ -894,7 +930,12 @@ impl<'a> Decoder<'a> {
                     }
                     _ => self.cfg.prior_illegal,
                 };
-                top.offer(d + prior, fp, HypothesisKind::Illegal, Seq::one(mv));
+                top.offer(
+                    d + prior + chain,
+                    fp,
+                    HypothesisKind::Illegal,
+                    node.seq.push(mv),
+                );
             }
         }
         let arriving = if other_busy {
@@ -904,6 +945,10 @@ impl<'a> Decoder<'a> {
         };
         for role in Role::POCKET {
             let held = pos.pocket(mover).count(role) > 0;
+            if !held && node.seq.len > 0 {
+                // A piece in transit is the root's question (the partner board decides first).
+                continue;
+            }
             let class = SquareClass::of(Some(crate::engine::Piece { color: mover, role }));
             for to in !pos.occupied() {
                 let mv = Move::Drop { role, to };
@@ -920,26 +965,11 @@ impl<'a> Decoder<'a> {
                 } else {
                     (HypothesisKind::Illegal, self.cfg.prior_illegal - 2.0)
                 };
-                let d = ll.get(to, class) - self.base_ll[to.index()];
-                top.offer(d + prior, fp_of(to, class), kind, Seq::one(mv));
+                let changes: Changes = ([(to, class); 6], 1);
+                let (d, fp) = self.extend(ll, node, &changes);
+                top.offer(d + prior + chain, fp, kind, node.seq.push(mv));
             }
         }
-    }
-
-    /// Log-likelihood change and fingerprint of a set of square changes (squares that end on
-    /// their old class are skipped).
-    #[inline]
-    fn score_changes(&self, ll: &LogLik, changes: &Changes) -> (f32, u64) {
-        let mut d = 0.0;
-        let mut fp = 0u64;
-        for &(sq, class) in &changes.0[..changes.1] {
-            if self.base[sq.index()] == class {
-                continue;
-            }
-            d += ll.get(sq, class) - self.base_ll[sq.index()];
-            fp = fp.wrapping_add(fp_of(sq, class));
-        }
-        (d, fp)
     }
 
     /// Squares where the position after `moves` disagrees with the observation by more than
@@ -1306,7 +1336,7 @@ mod tests {
         let v = Variant::default();
         let obs = Observation::exact(board, 0, after, 0.0);
         let ll = LogLik::from_observation(&obs, &cfg);
-        Decoder::new(table, board, &v, &cfg, &ll).decode(&ll, None, false, &Evidence::default())
+        Decoder::new(table, board, &v, &cfg).decode(&ll, None, false, &Evidence::default())
     }
 
     fn after(table: &Table, board: BoardId, ucis: &[&str]) -> Position {
@@ -1377,7 +1407,7 @@ mod tests {
             ..Evidence::default()
         };
         let decode = |ev: &Evidence| {
-            let d = Decoder::new(&t, BoardId::A, &v, &cfg, &ll).decode(&ll, None, false, ev);
+            let d = Decoder::new(&t, BoardId::A, &v, &cfg).decode(&ll, None, false, ev);
             ucis(&d.best.moves)
         };
         assert_eq!(decode(&ev), ["N@g5"], "without the earlier view");
@@ -1413,7 +1443,7 @@ mod tests {
                 ..TrackerConfig::default()
             };
             let ll = LogLik::from_observation(&obs, &cfg);
-            Decoder::new(&t, BoardId::A, &v, &cfg, &ll).decode(&ll, None, false, &ev)
+            Decoder::new(&t, BoardId::A, &v, &cfg).decode(&ll, None, false, &ev)
         };
         let with = decode(1.0);
         assert_eq!(ucis(&with.best.moves), chain);
@@ -1470,7 +1500,7 @@ mod tests {
         ] {
             let obs = Observation::exact(BoardId::A, 0, &after(&t, BoardId::A, &[uci]), 0.0);
             let ll = LogLik::from_observation(&obs, &cfg);
-            let d = Decoder::new(&t, BoardId::A, &v, &cfg, &ll).decode(
+            let d = Decoder::new(&t, BoardId::A, &v, &cfg).decode(
                 &ll,
                 None,
                 false,

@@ -96,6 +96,10 @@ struct BoardTrack {
     changed_at: [Option<u64>; 64],
     /// When the last decision was taken: change times before it belong to older moves.
     decided_ts: u64,
+    /// The classes the last committed view showed on squares its moves did not explain (square,
+    /// class, first seen): often the next move, already made (a fast reply); they count as
+    /// transients for the next decision, which the change times since `decided_ts` miss.
+    leftover: Vec<(Square, SquareClass, u64)>,
     /// With a clock feed: the latest press while presses are pending, and the least-moving
     /// observation since it (decoded when no calm one comes in time).
     window: Option<PressWindow>,
@@ -143,6 +147,7 @@ impl BoardTrack {
             undecided_since: None,
             changed_at: [None; 64],
             decided_ts: 0,
+            leftover: Vec::new(),
             window: None,
             press_views: std::collections::VecDeque::new(),
             tentative: false,
@@ -673,7 +678,12 @@ impl Tracker {
                     break;
                 }
             }
-            Decoder::new(table, b, &self.variant, &self.cfg, &ll).decode(
+            for &(sq, class, since) in &bt.leftover {
+                if class != SquareClass::on(pos, sq) && !ev.add_transient(sq, class, since) {
+                    break;
+                }
+            }
+            Decoder::new(table, b, &self.variant, &self.cfg).decode(
                 &ll,
                 other.as_ref(),
                 other_busy,
@@ -802,6 +812,14 @@ impl Tracker {
             } else {
                 best.moves.clone()
             };
+            // An illegal move after legal ones: the legal ones are committed here, the illegal
+            // one is decided again from the position they reach (refusal and alert as usual).
+            let illegal_after = best.kind == HypothesisKind::Illegal && moves.len() > 1;
+            let moves = if illegal_after {
+                moves[..moves.len() - 1].to_vec()
+            } else {
+                moves
+            };
             let before = self.referee.table().to_fen();
             let (pending, count) = (bt.presses(), moves.len() as u32);
             for mv in moves {
@@ -818,12 +836,31 @@ impl Tracker {
             }
             bt.decided_ts = ts;
             bt.undecided_since = None;
+            if illegal_after && self.referee.table().to_fen() != before {
+                // No look is confirmed: the view shows the illegal move's squares changed.
+                events.extend(self.decide(b, false));
+                return events;
+            }
             if self.referee.table().to_fen() == before {
                 bt.refused = Some(fp);
+                bt.leftover.clear();
             } else {
                 let unexplained = squares_of(&decoded.disagreeing);
                 bt.looks
                     .confirm(&ll, self.referee.table().board(b), &unexplained);
+                bt.leftover = unexplained
+                    .iter()
+                    .map(|&sq| {
+                        let class = ll.argmax(sq);
+                        let since = bt
+                            .change_log
+                            .iter()
+                            .rev()
+                            .find(|&&(s, c, _)| s == sq && c == class)
+                            .map_or(ts, |&(_, _, t)| t);
+                        (sq, class, since)
+                    })
+                    .collect();
             }
             if decoded.disagreeing.is_empty() {
                 bt.open = false;
@@ -846,6 +883,7 @@ impl Tracker {
             bt.last_motion = None;
             bt.decided_ts = ts;
             bt.undecided_since = None;
+            bt.leftover.clear();
             // Nothing changed after all: the chains earlier views suggested are over.
             bt.carried.clear();
             if self.clock_feed {
@@ -1059,13 +1097,17 @@ mod tests {
         Tracker::new("t", 1, rules, fen, TrackerConfig::default()).unwrap()
     }
 
-    /// A tracker with the press window on (`stall_window_ms`, whatever the default).
-    fn windowed() -> Tracker {
-        let cfg = TrackerConfig {
+    /// The default configuration with the press window on (`stall_window_ms`).
+    fn windowed_cfg() -> TrackerConfig {
+        TrackerConfig {
             stall_window_ms: 1000,
             ..TrackerConfig::default()
-        };
-        Tracker::new("t", 1, RuleSet::fics(), None, cfg).unwrap()
+        }
+    }
+
+    /// A tracker with the press window on (`stall_window_ms`, whatever the default).
+    fn windowed() -> Tracker {
+        Tracker::new("t", 1, RuleSet::fics(), None, windowed_cfg()).unwrap()
     }
 
     /// `n` observations of `pos` on `board` every 100 ms from `*ts`.
@@ -1376,6 +1418,34 @@ mod tests {
         assert!(ev.iter().any(
             |e| matches!(&e.body, EventBody::Move { uci, legal: false, .. } if uci == "e1d2")
         ));
+    }
+
+    #[test]
+    fn an_illegal_move_pressed_after_a_legal_reply_is_reported() {
+        // Black moves and presses; White's king then steps into the bishop's diagonal and
+        // White presses; the first calm view shows both (issue 6, 50-s renders: the illegal
+        // move was only found when it was the first pending press).
+        let fen = "4k3/8/8/8/1b6/8/8/4K3 b - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), windowed_cfg()).unwrap();
+        let mut ts = 0;
+        let start = t.table().board(BoardId::A).clone();
+        let mut ev = feed(&mut t, BoardId::A, &start, 3, 0.0, &mut ts);
+        ev.extend(feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts));
+        ev.extend(t.press(BoardId::A, ts));
+        ev.extend(feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts));
+        ev.extend(t.press(BoardId::A, ts));
+        let both = play(&start, &["e8e7", "e1d2"]);
+        ev.extend(feed(&mut t, BoardId::A, &both, 4, 0.0, &mut ts));
+        assert_eq!(
+            moves(&ev).first().map(String::as_str),
+            Some("e8e7"),
+            "{ev:?}"
+        );
+        assert!(
+            ev.iter()
+                .any(|e| matches!(&e.body, EventBody::IllegalMove { uci, .. } if uci == "e1d2")),
+            "{ev:?}"
+        );
     }
 
     #[test]
