@@ -404,10 +404,11 @@ pub struct TrackerConfig {
     /// misread of one square must not become a move). 0 turns this off: only stable runs are
     /// decoded (measured against each other in `docs/tracker.md`).
     pub stall_window_ms: u64,
-    /// With a clock press pending, a tentative decision may leave up to this many squares
-    /// unexplained, provided none of them is changed by the decided moves: a persistent misread
-    /// or a hand resting elsewhere on the board must not hold every later press back. 0 = a
-    /// tentative decision must explain every square.
+    /// With a clock press pending, a tentative decision on a calm view may leave up to this
+    /// many squares unexplained, provided none of them is changed by the decided moves: a
+    /// persistent misread must not hold every later press back. A view that is not calm (the
+    /// least-moving one of a press window: a hand may still hold a piece over the board) never
+    /// leaves any. 0 = a tentative decision must explain every square.
     pub tentative_residue_squares: u32,
     /// A press still undecided this long (ms) after it came, with the next press on the board
     /// already in (the reply was made too): the best hypothesis that beats "no change" is

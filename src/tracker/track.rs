@@ -110,6 +110,9 @@ struct BoardTrack {
     /// The decision under way is tentative (a single calm or the least-moving observation after
     /// a press, not a stable run): it may commit a move that explains every square, nothing else.
     tentative: bool,
+    /// The tentative view was calm; a least-moving view that was not (a hand may still hold a
+    /// piece over the board) commits only what explains every square.
+    tentative_calm: bool,
     /// What each square looked like when last confirmed (see `super::look`).
     looks: LookRefs,
     /// The best sequences of earlier undecided decisions (newest last, see
@@ -151,6 +154,7 @@ impl BoardTrack {
             window: None,
             press_views: std::collections::VecDeque::new(),
             tentative: false,
+            tentative_calm: false,
             looks: LookRefs::default(),
             carried: Vec::new(),
             open_since: None,
@@ -352,8 +356,9 @@ impl Tracker {
             if !self.clock_feed || bt.presses() == 0 {
                 continue;
             }
-            if let Some((_, ts, ll)) = bt.window.as_mut().and_then(|w| w.best.take()) {
-                events.extend(self.decide_tentative(b, ll, ts));
+            if let Some((motion, ts, ll)) = bt.window.as_mut().and_then(|w| w.best.take()) {
+                let calm = motion < self.cfg.motion_threshold;
+                events.extend(self.decide_tentative(b, ll, ts, calm));
             }
         }
         events
@@ -402,13 +407,14 @@ impl Tracker {
     /// Decides `b` tentatively on one observation's reading (`ll` at `ts`), outside a stable
     /// run: only a move that explains every square is committed; "no change" and unexplained
     /// views change nothing (no press is dropped, no desync clock starts).
-    fn decide_tentative(&mut self, b: BoardId, mut ll: LogLik, ts: u64) -> Vec<Event> {
+    fn decide_tentative(&mut self, b: BoardId, mut ll: LogLik, ts: u64, calm: bool) -> Vec<Event> {
         self.flatten_suspects(b, &mut ll);
         let bt = &mut self.boards[b.index()];
         let saved = (bt.stable.take(), bt.stable_ts);
         bt.stable = Some(ll);
         bt.stable_ts = ts;
         bt.tentative = true;
+        bt.tentative_calm = calm;
         let events = self.decide(b, true);
         let bt = &mut self.boards[b.index()];
         bt.tentative = false;
@@ -443,7 +449,7 @@ impl Tracker {
                     .is_some_and(|t| obs.ts.saturating_sub(t) >= window_ms)
             {
                 let ll = LogLik::from_observation(obs, &self.cfg);
-                return self.decide_tentative(b, ll, obs.ts);
+                return self.decide_tentative(b, ll, obs.ts, true);
             }
             return Vec::new();
         }
@@ -459,7 +465,7 @@ impl Tracker {
         }
         if calm && !stable {
             let ll = LogLik::from_observation(obs, &self.cfg);
-            return self.decide_tentative(b, ll, obs.ts);
+            return self.decide_tentative(b, ll, obs.ts, true);
         }
         if stable {
             // A stable run is decided by the normal path.
@@ -474,7 +480,10 @@ impl Tracker {
         let best = win.best.take();
         win.since = obs.ts;
         match best {
-            Some((_, ts, ll)) => self.decide_tentative(b, ll, ts),
+            Some((motion, ts, ll)) => {
+                let calm = motion < self.cfg.motion_threshold;
+                self.decide_tentative(b, ll, ts, calm)
+            }
             None => Vec::new(),
         }
     }
@@ -971,7 +980,10 @@ impl Tracker {
         if residue.is_empty() {
             return true;
         }
-        if !pressed || residue.len() > self.cfg.tentative_residue_squares as usize {
+        if !pressed
+            || !self.boards[b.index()].tentative_calm
+            || residue.len() > self.cfg.tentative_residue_squares as usize
+        {
             return false;
         }
         let Some(after) = self.table_after(b, &decoded.best.moves) else {
@@ -1446,6 +1458,46 @@ mod tests {
                 .any(|e| matches!(&e.body, EventBody::IllegalMove { uci, .. } if uci == "e1d2")),
             "{ev:?}"
         );
+    }
+
+    #[test]
+    fn a_view_with_a_hand_still_over_the_board_commits_only_a_full_explanation() {
+        // Regression (issue 6, low-side renders with a perfect reader, `el-low-g18`): Black
+        // pressed d7d5 and White took at once; no calm frame came, and the least-moving view
+        // (White's hand over the board with both pawns) showed d7, d5 and e4 empty, d6 hidden
+        // behind a nearer piece. `d7d6` explained all of it but e4 and was committed; the
+        // board never recovered.
+        let fen = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1 | \
+                   rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), windowed_cfg()).unwrap();
+        let mut ts = 0;
+        let start = t.table().board(BoardId::A).clone();
+        let d6: Square = "d6".parse().unwrap();
+        let view = |pos: &Position, ts: u64, motion: f32| {
+            let mut o = Observation::exact(BoardId::A, ts, pos, motion);
+            o.hidden[d6.index()] = 1 << Role::Pawn.index();
+            o
+        };
+        let mut ev = Vec::new();
+        for motion in [0.0, 0.0, 0.0, 0.9, 0.9, 0.9] {
+            ev.extend(t.observe(&view(&start, ts, motion)));
+            ts += 100;
+        }
+        ev.extend(t.press(BoardId::A, ts));
+        let mut mid = play(&start, &["d7d5", "e4d5"]);
+        mid.remove_piece("d5".parse().unwrap()).unwrap();
+        for _ in 0..15 {
+            ev.extend(t.observe(&view(&mid, ts, 0.6)));
+            ts += 100;
+        }
+        assert!(moves(&ev).is_empty(), "{ev:?}");
+        ev.extend(t.press(BoardId::A, ts));
+        let after = play(&start, &["d7d5", "e4d5"]);
+        for _ in 0..4 {
+            ev.extend(t.observe(&view(&after, ts, 0.0)));
+            ts += 100;
+        }
+        assert_eq!(moves(&ev), ["d7d5", "e4d5"], "{ev:?}");
     }
 
     #[test]
