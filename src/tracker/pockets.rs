@@ -152,15 +152,24 @@ impl PocketWatcher {
         }
     }
 
-    /// A piece of `color` and `role` was dropped on `board` (committed at `ts`): a pending
-    /// hand-over of such a piece evidently happened. The zone changed by the drop, so its look
-    /// no longer shows what arrived since before a capture.
-    pub fn on_drop(&mut self, board: BoardId, color: Color, role: Role, ts: u64) {
+    /// A piece of `color` and `role` was dropped on `board` (committed at `ts`); `held` is the
+    /// engine's count of such pieces in that pocket after the drop (pieces on their way
+    /// included). When the pieces there before the pending hand-overs could not have supplied
+    /// the drop, one of those hand-overs evidently happened. The zone changed by the drop, so
+    /// its look no longer shows what arrived since before a capture.
+    pub fn on_drop(&mut self, board: BoardId, color: Color, role: Role, held: u8, ts: u64) {
         let to_zone = |h: &Handover| h.from == board.other() && h.color == color;
-        if let Some(i) = self
+        let pending = self
             .pending
             .iter()
-            .position(|h| to_zone(h) && h.role == role)
+            .filter(|h| to_zone(h) && h.role == role)
+            .count();
+        let there_before = (usize::from(held) + 1).saturating_sub(pending);
+        if there_before == 0
+            && let Some(i) = self
+                .pending
+                .iter()
+                .position(|h| to_zone(h) && h.role == role)
         {
             self.pending.remove(i);
         }
@@ -552,6 +561,38 @@ mod tests {
                     .is_empty()
             );
         }
+    }
+
+    #[test]
+    fn a_drop_of_a_piece_held_before_the_capture_is_no_hand_over() {
+        // Regression (issue 6, `eval tracker-sim --incident-rate 0.1 --clock`, game 45): Black
+        // held a pawn; a pawn captured for him never came, and he dropped the one he had. The
+        // drop was taken for the hand-over, and the missing pawn was reported as hidden.
+        let t = Table::from_fen(
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[N] w KQkq - 0 1 | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        )
+        .unwrap();
+        let mut w = PocketWatcher::new(1000);
+        // The engine counted two knights when the capture was committed; one is dropped.
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+        w.on_drop(BoardId::A, Color::White, Role::Knight, 1, 200);
+        assert_eq!(w.pending(BoardId::A), 1);
+        let mut events = Vec::new();
+        for ts in (300..=3000).step_by(100) {
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
+        }
+        assert!(
+            matches!(
+                events.as_slice(),
+                [EventBody::HandoverMissing { captured_ts: 0, .. }]
+            ),
+            "{events:?}"
+        );
+        // Held nothing before: the dropped knight must be the one handed over.
+        let mut w = PocketWatcher::new(1000);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+        w.on_drop(BoardId::A, Color::White, Role::Knight, 0, 200);
+        assert_eq!(w.pending(BoardId::A), 0);
     }
 
     #[test]

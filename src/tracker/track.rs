@@ -1064,7 +1064,8 @@ impl Tracker {
             }
         }
         if let crate::engine::Move::Drop { role, .. } = mv {
-            self.pockets.on_drop(b, mover, role, ts);
+            let held = table.board(b).pocket(mover).count(role);
+            self.pockets.on_drop(b, mover, role, held, ts);
         }
         let bt = &mut self.boards[b.index()];
         bt.carried.retain_mut(|s| {
