@@ -164,8 +164,8 @@ impl PocketWatcher {
             .iter()
             .filter(|h| to_zone(h) && h.role == role)
             .count();
-        let there_before = (usize::from(held) + 1).saturating_sub(pending);
-        if there_before == 0
+        // Before the drop `held + 1` were counted; none of them was there but the pending ones.
+        if pending > usize::from(held)
             && let Some(i) = self
                 .pending
                 .iter()

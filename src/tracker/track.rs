@@ -357,8 +357,7 @@ impl Tracker {
                 continue;
             }
             if let Some((motion, ts, ll)) = bt.window.as_mut().and_then(|w| w.best.take()) {
-                let calm = motion < self.cfg.motion_threshold;
-                events.extend(self.decide_tentative(b, ll, ts, calm));
+                events.extend(self.decide_tentative(b, ll, ts, motion));
             }
         }
         events
@@ -404,17 +403,18 @@ impl Tracker {
         }
     }
 
-    /// Decides `b` tentatively on one observation's reading (`ll` at `ts`), outside a stable
-    /// run: only a move that explains every square is committed; "no change" and unexplained
-    /// views change nothing (no press is dropped, no desync clock starts).
-    fn decide_tentative(&mut self, b: BoardId, mut ll: LogLik, ts: u64, calm: bool) -> Vec<Event> {
+    /// Decides `b` tentatively on one observation's reading (`ll` at `ts`, its motion score
+    /// `motion`), outside a stable run: only a move that explains every square is committed;
+    /// "no change" and unexplained views change nothing (no press is dropped, no desync clock
+    /// starts).
+    fn decide_tentative(&mut self, b: BoardId, mut ll: LogLik, ts: u64, motion: f32) -> Vec<Event> {
         self.flatten_suspects(b, &mut ll);
         let bt = &mut self.boards[b.index()];
         let saved = (bt.stable.take(), bt.stable_ts);
         bt.stable = Some(ll);
         bt.stable_ts = ts;
         bt.tentative = true;
-        bt.tentative_calm = calm;
+        bt.tentative_calm = motion < self.cfg.motion_threshold;
         let events = self.decide(b, true);
         let bt = &mut self.boards[b.index()];
         bt.tentative = false;
@@ -449,7 +449,7 @@ impl Tracker {
                     .is_some_and(|t| obs.ts.saturating_sub(t) >= window_ms)
             {
                 let ll = LogLik::from_observation(obs, &self.cfg);
-                return self.decide_tentative(b, ll, obs.ts, true);
+                return self.decide_tentative(b, ll, obs.ts, obs.motion);
             }
             return Vec::new();
         }
@@ -465,7 +465,7 @@ impl Tracker {
         }
         if calm && !stable {
             let ll = LogLik::from_observation(obs, &self.cfg);
-            return self.decide_tentative(b, ll, obs.ts, true);
+            return self.decide_tentative(b, ll, obs.ts, obs.motion);
         }
         if stable {
             // A stable run is decided by the normal path.
@@ -480,10 +480,7 @@ impl Tracker {
         let best = win.best.take();
         win.since = obs.ts;
         match best {
-            Some((motion, ts, ll)) => {
-                let calm = motion < self.cfg.motion_threshold;
-                self.decide_tentative(b, ll, ts, calm)
-            }
+            Some((motion, ts, ll)) => self.decide_tentative(b, ll, ts, motion),
             None => Vec::new(),
         }
     }
