@@ -1,5 +1,5 @@
 //! Property: whatever happens at the table — legal moves, illegal moves that stand, claims that take
-//! them back, forbidden drop-mates removed by rule, steal promotions — every piece of both colours
+//! them back, misread moves the tracker retracts, forbidden drop-mates removed by rule, steal promotions — every piece of both colours
 //! stays accounted for across both boards and the four pockets (issue 3).
 
 use proptest::prelude::*;
@@ -49,6 +49,8 @@ fn next_action(referee: &Referee, choice: u32) -> serde_json::Value {
                 json!({"board": name, "move": format!("{from}{to}")})
             }
         }
+        // The tracker withdrawing a misread move.
+        _ if pick.is_multiple_of(3) => json!({"retract": name}),
         // A claim by the player to move (against the opponent's last move).
         _ => {
             let by = match position.turn() {
@@ -90,3 +92,4 @@ proptest! {
         }
     }
 }
+

@@ -815,3 +815,31 @@ fn unreadable_input_is_a_status_event_not_a_change() {
         absent: &["illegal_move"],
     });
 }
+
+#[test]
+fn a_retracted_misread_move_is_undone_and_its_capture_comes_back() {
+    // The tracker read exd5 on A, then saw it was wrong: the pawn is back on d5 (not in B's
+    // pocket), White moves again, and e4e5 stands.
+    check(&Scenario {
+        cite: "tracker correction (issue 6)",
+        rules: "fics",
+        start: Some(
+            "rnbqkbnr/ppp1pppp/8/3p4/4P3/8/PPPP1PPP/RNBQKBNR[] w KQkq - 0 2 \
+             | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1",
+        ),
+        actions: json!([
+            {"board": "A", "move": "e4d5"},
+            {"retract": "A"},
+            {"board": "A", "move": "e4e5"},
+            {"retract": "B"}
+        ]),
+        expect: json!([
+            {"type": "move", "uci": "e4d5", "legal": true},
+            {"type": "move_retracted", "uci": "e4d5", "reason": "misread", "color": "white",
+             "fen": "rnbqkbnr/ppp1pppp/8/3p4/4P3/8/PPPP1PPP/RNBQKBNR[] w KQkq - 0 2"},
+            {"type": "move", "uci": "e4e5", "legal": true, "color": "white"},
+            {"type": "status", "state": "rejected"}
+        ]),
+        absent: &["illegal_move"],
+    });
+}

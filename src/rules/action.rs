@@ -28,6 +28,10 @@ pub enum Action {
     Resign { board: BoardId, color: Color },
     /// All four players agree to a draw.
     DrawAgreed,
+    /// The last move recorded on `board` was never made: the camera misread it. The board goes
+    /// back to the position before it (the other board keeps what happened since), and the
+    /// tracker then records what was really played.
+    Retract { board: BoardId },
     /// Actions observed at the same moment (two flags, two claims, two mates), judged together.
     Simultaneous(Vec<Action>),
 }
@@ -66,6 +70,7 @@ struct RawAction {
     #[serde(rename = "move")]
     mv: Option<String>,
     press: Option<BoardId>,
+    retract: Option<BoardId>,
     flag: Option<BoardColor>,
     claim: Option<RawClaim>,
     resign: Option<BoardColor>,
@@ -106,6 +111,9 @@ impl TimedAction {
         if let Some(board) = raw.press {
             found.push(Action::Press { board });
         }
+        if let Some(board) = raw.retract {
+            found.push(Action::Retract { board });
+        }
         if let Some(BoardColor { board, color }) = raw.flag {
             found.push(Action::Flag { board, color });
         }
@@ -136,7 +144,7 @@ impl TimedAction {
                 action: found.pop().expect("length checked"),
             }),
             0 => Err(shape(
-                "expected one of move, press, flag, claim, resign, draw_agreed, simultaneous"
+                "expected one of move, press, retract, flag, claim, resign, draw_agreed, simultaneous"
                     .into(),
             )),
             _ => Err(shape("an action has exactly one kind".into())),
@@ -152,6 +160,7 @@ impl Action {
         match self {
             Action::Move { board, notation } => json!({"board": board, "move": notation}),
             Action::Press { board } => json!({"press": board}),
+            Action::Retract { board } => json!({"retract": board}),
             Action::Flag { board, color } => json!({"flag": {"board": board, "color": color}}),
             Action::Claim { kind, board, by } => {
                 json!({"claim": {"kind": kind, "board": board, "by": by}})
@@ -198,6 +207,10 @@ mod tests {
                 },
             ),
             (json!({"press": "B"}), Action::Press { board: BoardId::B }),
+            (
+                json!({"retract": "A"}),
+                Action::Retract { board: BoardId::A },
+            ),
             (
                 json!({"flag": {"board": "A", "color": "white"}}),
                 Action::Flag {

@@ -41,8 +41,33 @@ impl PendingIllegal {
     }
 }
 
+/// A move on one board that [`Action::Retract`] can take back: the board before it, the move
+/// and what it sent away, and how long the repetition history was before it.
+#[derive(Debug, Clone)]
+struct Played {
+    before: Position,
+    mv: Move,
+    outcome: PlayOutcome,
+    history_len: usize,
+    illegal: bool,
+    /// The squares right after the move (FEN placement): a steal from the other board may
+    /// change them later, and then `before` is no longer this board minus the move.
+    after: String,
+}
+
+/// The FEN placement field of `pos` (squares only).
+fn placement(pos: &Position) -> String {
+    let fen = pos.to_fen();
+    fen.split(' ').next().unwrap_or_default().to_string()
+}
+
+/// How many of a board's latest moves stay retractable.
+const RETRACTABLE: usize = 16;
+
 #[derive(Debug, Clone, Default)]
 struct BoardState {
+    /// The latest moves that stand on this board, newest last (at most [`RETRACTABLE`]).
+    played: Vec<Played>,
     pending: Option<PendingIllegal>,
     /// Illegal moves made so far, per colour (White, Black).
     illegal_moves: [u32; 2],
@@ -161,6 +186,10 @@ impl Referee {
             Action::Move { board, notation } => self.on_move(board, &notation, clock_ms, events),
             Action::Press { board } => {
                 self.on_press(board, events);
+                Vec::new()
+            }
+            Action::Retract { board } => {
+                self.on_retract(board, events);
                 Vec::new()
             }
             Action::Flag { board, color } => vec![Decision {
@@ -343,6 +372,7 @@ impl Referee {
         let number = self.table.board(board).fullmoves();
         let san = self.table.san(board, mv, &self.variant);
         let uci = mv.to_uci().to_string();
+        let before = self.table.board(board).clone();
         let outcome = match self.table.play(board, mv, &self.variant) {
             Ok(outcome) => outcome,
             Err(reason) => {
@@ -364,6 +394,7 @@ impl Referee {
                 legal: true,
             },
         );
+        self.record_played(board, before, mv, outcome, false);
         if let (Some(pawn), false) = (outcome.removed, matches!(mv, Move::Steal { .. })) {
             // 002 7.5: a pawn that reached the last rank counts as captured.
             self.push(
@@ -430,6 +461,8 @@ impl Referee {
                         Some(board),
                         illegal(IllegalConsequence::PieceRemoved, true),
                     );
+                    // The removal is not a move: nothing before it can be retracted any more.
+                    self.boards[board.index()].played.clear();
                     match self.table.remove_piece(board, to) {
                         Ok((piece, _)) => {
                             // Captured by the mated side: to the dropper's colour on the other board.
@@ -517,6 +550,9 @@ impl Referee {
                 legal: false,
             },
         );
+        if consequence != Consequence::TakeBack || claimable {
+            self.record_played(board, before.clone(), mv, outcome, true);
+        }
         if claimable {
             self.boards[board.index()].pending = Some(PendingIllegal {
                 consequence,
@@ -734,6 +770,8 @@ impl Referee {
         let offender = before.turn();
         self.table.take_back(board, before, mv, outcome);
         self.boards[board.index()].pending = None;
+        // The board is back before the illegal move: what was recorded since is void.
+        self.boards[board.index()].played.clear();
         self.push(
             events,
             Some(board),
@@ -741,6 +779,77 @@ impl Referee {
                 color: offender,
                 uci: mv.to_uci().to_string(),
                 reason: reason.to_string(),
+                fen: self.table.board(board).to_fen(),
+            },
+        );
+    }
+
+    fn record_played(
+        &mut self,
+        board: BoardId,
+        before: Position,
+        mv: Move,
+        outcome: PlayOutcome,
+        illegal: bool,
+    ) {
+        let after = placement(self.table.board(board));
+        let state = &mut self.boards[board.index()];
+        if state.played.len() == RETRACTABLE {
+            state.played.remove(0);
+        }
+        state.played.push(Played {
+            before,
+            mv,
+            outcome,
+            history_len: state.history.len(),
+            illegal,
+            after,
+        });
+    }
+
+    /// Takes back the last move recorded on `board` (see [`Action::Retract`]): the board before
+    /// it is restored with its current pockets, a dropped piece goes back to the dropper and a
+    /// captured one comes back from the partner's pocket. The clocks are not touched: the
+    /// presses that completed the misread move complete the move really made.
+    fn on_retract(&mut self, board: BoardId, events: &mut Vec<Event>) {
+        let state = &mut self.boards[board.index()];
+        let Some(played) = state.played.pop() else {
+            self.status(
+                events,
+                "rejected",
+                &format!("board {board}: no move to retract"),
+            );
+            return;
+        };
+        if placement(self.table.board(board)) != played.after {
+            // A steal on the other board took a piece from this one since.
+            self.boards[board.index()].played.clear();
+            self.status(
+                events,
+                "rejected",
+                &format!("board {board}: a steal changed the board since its last move; not retracted"),
+            );
+            return;
+        }
+        let state = &mut self.boards[board.index()];
+        state.history.truncate(played.history_len);
+        let offender = played.before.turn();
+        if played.illegal {
+            let n = &mut state.illegal_moves[offender.index()];
+            *n = n.saturating_sub(1);
+        }
+        if state.pending.as_ref().is_some_and(|p| p.mv == played.mv) {
+            state.pending = None;
+        }
+        self.table
+            .take_back(board, &played.before, played.mv, &played.outcome);
+        self.push(
+            events,
+            Some(board),
+            EventBody::MoveRetracted {
+                color: offender,
+                uci: played.mv.to_uci().to_string(),
+                reason: "misread".into(),
                 fen: self.table.board(board).to_fen(),
             },
         );
