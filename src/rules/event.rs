@@ -10,6 +10,10 @@ use crate::engine::{BoardId, Color};
 
 use super::ruleset::Consequence;
 
+/// The `reason` of a `move_retracted` sent when the tracker finds it misread a move (the move
+/// was never made; [`super::Action::Retract`]).
+pub const MISREAD: &str = "misread";
+
 /// One event with its envelope.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {

@@ -55,10 +55,10 @@ struct Played {
     after: String,
 }
 
-/// The FEN placement field of `pos` (squares only).
+/// The squares of `pos`: its FEN placement without the pockets.
 fn placement(pos: &Position) -> String {
     let fen = pos.to_fen();
-    fen.split(' ').next().unwrap_or_default().to_string()
+    fen.split([' ', '[']).next().unwrap_or_default().to_string()
 }
 
 /// How many of a board's latest moves stay retractable.
@@ -68,6 +68,8 @@ const RETRACTABLE: usize = 16;
 struct BoardState {
     /// The latest moves that stand on this board, newest last (at most [`RETRACTABLE`]).
     played: Vec<Played>,
+    /// Moves ever recorded in `played`.
+    recorded: u64,
     pending: Option<PendingIllegal>,
     /// Illegal moves made so far, per colour (White, Black).
     illegal_moves: [u32; 2],
@@ -140,6 +142,30 @@ impl Referee {
 
     pub fn is_over(&self) -> bool {
         self.over
+    }
+
+    /// How many moves have been recorded on `board` so far (a counter that only grows): the
+    /// difference across a call tells how many of its moves [`Action::Retract`] could take back.
+    pub fn moves_recorded(&self, board: BoardId) -> u64 {
+        self.boards[board.index()].recorded
+    }
+
+    /// The table as it would be after retracting the last `n` moves on `board` (see
+    /// [`Action::Retract`]), or None when they cannot all be retracted (fewer recorded, a steal
+    /// changed the board since, or the match is over).
+    pub fn table_before(&self, board: BoardId, n: usize) -> Option<Table> {
+        let played = &self.boards[board.index()].played;
+        if self.over || n > played.len() {
+            return None;
+        }
+        let mut table = self.table.clone();
+        for p in played.iter().rev().take(n) {
+            if placement(table.board(board)) != p.after {
+                return None;
+            }
+            table.take_back(board, &p.before, p.mv, &p.outcome);
+        }
+        Some(table)
     }
 
     /// Applies one action and returns the events it causes, in order.
@@ -794,6 +820,7 @@ impl Referee {
     ) {
         let after = placement(self.table.board(board));
         let state = &mut self.boards[board.index()];
+        state.recorded += 1;
         if state.played.len() == RETRACTABLE {
             state.played.remove(0);
         }
@@ -827,7 +854,9 @@ impl Referee {
             self.status(
                 events,
                 "rejected",
-                &format!("board {board}: a steal changed the board since its last move; not retracted"),
+                &format!(
+                    "board {board}: a steal changed the board since its last move; not retracted"
+                ),
             );
             return;
         }
@@ -849,7 +878,7 @@ impl Referee {
             EventBody::MoveRetracted {
                 color: offender,
                 uci: played.mv.to_uci().to_string(),
-                reason: "misread".into(),
+                reason: super::event::MISREAD.into(),
                 fen: self.table.board(board).to_fen(),
             },
         );

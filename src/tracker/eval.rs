@@ -14,10 +14,26 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::BoardId;
 use crate::engine::bpgn::BpgnGame;
-use crate::rules::{DesyncState, Event, EventBody, RuleSet};
+use crate::rules::{DesyncState, Event, EventBody, MISREAD, RuleSet};
 
 use super::simulate::{SimConfig, simulate_game};
 use super::{Tracker, TrackerConfig};
+
+/// The moves that stand on each board after `events` (UCI, in order): every `move`, less those a
+/// later `move_retracted` for a misread took back.
+pub fn moves_standing<'a>(events: impl IntoIterator<Item = &'a Event>) -> [Vec<String>; 2] {
+    let mut out: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    for e in events {
+        match (&e.body, e.board) {
+            (EventBody::Move { uci, .. }, Some(b)) => out[b.index()].push(uci.clone()),
+            (EventBody::MoveRetracted { reason, .. }, Some(b)) if reason == MISREAD => {
+                out[b.index()].pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
 
 /// What to evaluate with.
 #[derive(Debug, Clone)]
@@ -173,12 +189,7 @@ pub fn eval_game(
         }
         events.extend(out);
     }
-    let mut committed: [Vec<String>; 2] = [Vec::new(), Vec::new()];
-    for e in &events {
-        if let (EventBody::Move { uci, .. }, Some(b)) = (&e.body, e.board) {
-            committed[b.index()].push(uci.clone());
-        }
-    }
+    let committed = moves_standing(&events);
     let mut right = 0;
     let mut all_right = true;
     for b in [BoardId::A, BoardId::B] {
@@ -352,6 +363,45 @@ pub fn eval_games(games: &[BpgnGame], opts: &EvalOptions) -> EvalReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_misread_retraction_takes_a_standing_move_back() {
+        let event = |board, body| Event {
+            id: String::new(),
+            table: "t".into(),
+            ts: 0,
+            board: Some(board),
+            body,
+        };
+        let mv = |uci: &str| EventBody::Move {
+            color: crate::engine::Color::White,
+            number: 1,
+            uci: uci.into(),
+            san: uci.into(),
+            fen: String::new(),
+            clock_ms: None,
+            legal: true,
+        };
+        let retracted = |reason: &str| EventBody::MoveRetracted {
+            color: crate::engine::Color::White,
+            uci: String::new(),
+            reason: reason.into(),
+            fen: String::new(),
+        };
+        let events = [
+            event(BoardId::A, mv("e2e4")),
+            event(BoardId::B, mv("d2d4")),
+            event(BoardId::A, mv("g1h3")),
+            event(BoardId::A, retracted(MISREAD)),
+            event(BoardId::A, mv("g1f3")),
+            event(BoardId::B, mv("e1e3")),
+            event(BoardId::B, retracted("illegal_move")),
+        ];
+        let standing = moves_standing(&events);
+        assert_eq!(standing[0], ["e2e4", "g1f3"]);
+        // A take-back under the rules leaves the illegal move in the record (it was made).
+        assert_eq!(standing[1], ["d2d4", "e1e3"]);
+    }
 
     #[test]
     fn a_traced_game_records_its_decisions_events_and_truth() {

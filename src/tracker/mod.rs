@@ -20,6 +20,7 @@ pub mod simulate;
 mod track;
 
 pub use decode::{Decoded, Decoder, Evidence, Hypothesis, HypothesisKind, LogLik};
+pub use eval::moves_standing;
 pub use pockets::PocketWatcher;
 pub use track::{Decision, Tracker, TrackerError};
 
@@ -421,6 +422,18 @@ pub struct TrackerConfig {
     /// apart, until this many presses are pending; then the best is committed anyway (never
     /// stall). 2 or less commits ties as soon as the press is overdue.
     pub overdue_tie_presses: u32,
+    /// A later view that the tracked position explains badly (its best explanation is illegal,
+    /// or leaves `desync_min_squares` squares unexplained) is decoded again from before each of the latest commit
+    /// decisions on the board that together committed at most `rewind_moves` moves; when a
+    /// legal chain from there explains every square and its position fits the view by at least
+    /// `rewind_nats` more than the tracked one's best (an illegal best also pays
+    /// `prior_illegal`), the misread moves are retracted (`move_retracted`, reason `misread`)
+    /// and the chain is committed. One wrong commit otherwise costs the rest of the board's
+    /// game. 0 switches it off.
+    pub rewind_nats: f32,
+    /// The most moves a rewind may take back (0 = none): the longer the chain decoded again,
+    /// the likelier it is wrong in turn.
+    pub rewind_moves: u32,
 }
 
 impl Default for TrackerConfig {
@@ -459,6 +472,8 @@ impl Default for TrackerConfig {
             tentative_residue_squares: 1,
             overdue_ms: 1500,
             overdue_tie_presses: 4,
+            rewind_nats: 8.0,
+            rewind_moves: 3,
         }
     }
 }
@@ -526,6 +541,12 @@ impl TrackerConfig {
         }
         if self.beam_width == 0 {
             return bad("beam_width must be at least 1");
+        }
+        if !(self.rewind_nats.is_finite() && self.rewind_nats >= 0.0) {
+            return bad("rewind_nats must be a non-negative number (0 = off)");
+        }
+        if self.rewind_moves > decode::MAX_SEQUENCE as u32 {
+            return bad("rewind_moves must be in 0..=12");
         }
         if self.desync_min_squares == 0 {
             return bad("desync_min_squares must be at least 1");

@@ -152,6 +152,19 @@ impl PocketWatcher {
         }
     }
 
+    /// A capture on `from` was retracted (a misread move): the newest pending hand-over of
+    /// `piece` from there never happened. (One already seen arriving is gone; the pocket
+    /// readings settle that count.)
+    pub fn on_capture_retracted(&mut self, from: BoardId, piece: Piece) {
+        if let Some(i) = self
+            .pending
+            .iter()
+            .rposition(|h| h.from == from && h.color == piece.color && h.role == piece.role)
+        {
+            self.pending.remove(i);
+        }
+    }
+
     /// A piece of `color` and `role` was dropped on `board` (committed at `ts`); `held` is the
     /// engine's count of such pieces in that pocket after the drop (pieces on their way
     /// included). When the pieces there before the pending hand-overs could not have supplied
@@ -561,6 +574,21 @@ mod tests {
                     .is_empty()
             );
         }
+    }
+
+    #[test]
+    fn a_retracted_capture_leaves_no_hand_over_pending() {
+        // A capture the tracker misread and took back never sent anything to the partner.
+        let mut w = PocketWatcher::new(1000);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 500);
+        w.on_capture_retracted(BoardId::B, WHITE_KNIGHT);
+        assert_eq!(w.pending(BoardId::A), 1);
+        // Only a hand-over of that piece from that board is dropped.
+        w.on_capture_retracted(BoardId::A, WHITE_KNIGHT);
+        assert_eq!(w.pending(BoardId::A), 1);
+        w.on_capture_retracted(BoardId::B, WHITE_KNIGHT);
+        assert_eq!(w.pending(BoardId::A), 0);
     }
 
     #[test]

@@ -21,6 +21,8 @@ const MATE_WAIT_MS: u64 = 2000;
 const POCKET_READINGS: usize = 5;
 /// Views kept of pending presses (a chain is at most 12 moves long).
 const MAX_PRESS_VIEWS: usize = 12;
+/// Commit decisions per board a rewind may reach back over (within `rewind_moves` moves).
+const MAX_REWIND_DECISIONS: usize = 4;
 /// Earlier best sequences kept in the search of a change under way (oldest dropped first).
 const MAX_CARRIED: usize = 8;
 
@@ -62,6 +64,12 @@ struct BoardTrack {
     sum: Box<[[f32; SquareClass::COUNT]; 64]>,
     /// The mean log-likelihood of the current stable run (None while not stable).
     stable: Option<LogLik>,
+    /// The same before suspect squares were flattened: what a rewind weighs (the suspects of a
+    /// wrong commit are its evidence).
+    raw: Option<LogLik>,
+    /// The moves the referee recorded for each of the latest commit decisions, newest last (at
+    /// most `rewind_decisions`): what a rewind may take back.
+    recent: Vec<Vec<crate::engine::Move>>,
     stable_ts: u64,
     /// Something may have changed since the last decision (motion seen, or a residue left).
     open: bool,
@@ -162,6 +170,8 @@ impl BoardTrack {
             run: 0,
             sum: Box::new([[0.0; SquareClass::COUNT]; 64]),
             stable: None,
+            raw: None,
+            recent: Vec::new(),
             stable_ts: 0,
             open: false,
             last_motion: None,
@@ -408,9 +418,10 @@ impl Tracker {
     /// "no change" and unexplained views change nothing (no press is dropped, no desync clock
     /// starts).
     fn decide_tentative(&mut self, b: BoardId, mut ll: LogLik, ts: u64, motion: f32) -> Vec<Event> {
+        let raw = ll.clone();
         self.flatten_suspects(b, &mut ll);
         let bt = &mut self.boards[b.index()];
-        let saved = (bt.stable.take(), bt.stable_ts);
+        let saved = (bt.stable.take(), bt.stable_ts, bt.raw.replace(raw));
         bt.stable = Some(ll);
         bt.stable_ts = ts;
         bt.tentative = true;
@@ -418,7 +429,7 @@ impl Tracker {
         let events = self.decide(b, true);
         let bt = &mut self.boards[b.index()];
         bt.tentative = false;
-        (bt.stable, bt.stable_ts) = saved;
+        (bt.stable, bt.stable_ts, bt.raw) = saved;
         self.close_window_if_done(b);
         events
     }
@@ -588,10 +599,12 @@ impl Tracker {
             events.extend(self.press_window(obs, true, false));
             return events;
         }
-        let mut mean = LogLik::from_sum(&bt.sum, bt.run).with_view(obs);
+        let raw = LogLik::from_sum(&bt.sum, bt.run).with_view(obs);
+        let mut mean = raw.clone();
         self.flatten_suspects(b, &mut mean);
         let bt = &mut self.boards[b.index()];
         bt.stable = Some(mean);
+        bt.raw = Some(raw);
         bt.stable_ts = obs.ts;
         let due = if self.clock_feed {
             bt.presses() > 0 || bt.lost || (bt.open && bt.unexplained_since.is_some())
@@ -778,6 +791,11 @@ impl Tracker {
                 unexplained: decoded.disagreeing.clone(),
             });
         }
+        if let Some(rewound) = self.try_rewind(b, ts, &decoded) {
+            events.extend(rewound);
+            return events;
+        }
+        let (best, bt) = (&decoded.best, &self.boards[b.index()]);
         if !committable
             && best.moves.len() >= 2
             && matches!(best.kind, HypothesisKind::Sequence)
@@ -828,9 +846,15 @@ impl Tracker {
             };
             let before = self.referee.table().to_fen();
             let (pending, count) = (bt.presses(), moves.len() as u32);
+            let mut recorded = Vec::new();
             for mv in moves {
-                events.extend(self.commit(b, mv, ts));
+                let n = self.referee.moves_recorded(b);
+                events.extend(self.commit(b, mv, ts, true));
+                if self.referee.moves_recorded(b) > n {
+                    recorded.push(mv);
+                }
             }
+            self.note_recent(b, recorded);
             let bt = &mut self.boards[b.index()];
             // The views of the presses these moves completed are used up.
             let used = (count as usize).min(bt.press_views.len());
@@ -1034,8 +1058,186 @@ impl Tracker {
         }
     }
 
-    /// Sends one move to the referee and keeps the pocket watcher informed.
-    fn commit(&mut self, b: BoardId, mv: crate::engine::Move, ts: u64) -> Vec<Event> {
+    /// Keeps the moves one commit decision recorded, for a later rewind.
+    fn note_recent(&mut self, b: BoardId, recorded: Vec<crate::engine::Move>) {
+        let keep = MAX_REWIND_DECISIONS;
+        let recent = &mut self.boards[b.index()].recent;
+        if !recorded.is_empty() {
+            recent.push(recorded);
+        }
+        if recent.len() > keep {
+            recent.drain(..recent.len() - keep);
+        }
+    }
+
+    /// Tries to explain the current view of `b` from before its latest commit decisions (see
+    /// [`TrackerConfig::rewind_nats`]), when the tracked position explains it badly (`decoded`).
+    /// On success the misread moves are retracted, the chain committed and its events returned.
+    fn try_rewind(&mut self, b: BoardId, ts: u64, decoded: &Decoded) -> Option<Vec<Event>> {
+        if self.cfg.rewind_nats <= 0.0 {
+            return None;
+        }
+        let bt = &self.boards[b.index()];
+        if bt.recent.is_empty() || (bt.tentative && !bt.tentative_calm) {
+            return None;
+        }
+        // One square left unexplained is usually a misread of that square, not of a move.
+        if decoded.best.kind != HypothesisKind::Illegal
+            && decoded.disagreeing.len() < self.cfg.desync_min_squares as usize
+        {
+            return None;
+        }
+        let raw = bt.raw.as_ref()?;
+        let fit = |pos: &crate::engine::Position| -> f32 {
+            Square::all()
+                .map(|sq| raw.get(sq, SquareClass::on(pos, sq)))
+                .sum()
+        };
+        // How well the position the tracked one's best explanation reaches fits the view; an
+        // illegal explanation also pays its prior.
+        let illegal = if decoded.best.kind == HypothesisKind::Illegal {
+            self.cfg.prior_illegal
+        } else {
+            0.0
+        };
+        let current = fit(self.table_after(b, &decoded.best.moves)?.board(b)) + illegal;
+        let other = self.boards[b.other().index()].stable.clone();
+        let other_busy = self.boards[b.other().index()].open;
+        let ev = |presses: u32| Evidence {
+            pocket: median_reading(&bt.pockets),
+            in_transit: self.pockets.in_transit(b),
+            presses: self.clock_feed.then_some(presses),
+            ..Evidence::default()
+        };
+        let mut found: Option<(f32, usize, usize, Vec<crate::engine::Move>)> = None;
+        let mut undo = 0;
+        for k in 1..=bt.recent.len() {
+            let undone = &bt.recent[bt.recent.len() - k];
+            undo += undone.len();
+            if undo > self.cfg.rewind_moves as usize {
+                break;
+            }
+            let Some(table) = self.referee.table_before(b, undo) else {
+                break;
+            };
+            let taken: Vec<crate::engine::Move> = bt.recent[bt.recent.len() - k..]
+                .iter()
+                .flatten()
+                .copied()
+                .collect();
+            let dec = Decoder::new(&table, b, &self.variant, &self.cfg).decode(
+                raw,
+                other.as_ref(),
+                other_busy,
+                &ev(bt.presses() + undo as u32),
+            );
+            let h = &dec.best;
+            if !matches!(h.kind, HypothesisKind::Move | HypothesisKind::Sequence)
+                || !dec.disagreeing.is_empty()
+                || dec.margin() < self.cfg.commit_margin
+                || h.moves.len() < undo
+                || h.moves[..undo] == taken[..]
+            {
+                continue;
+            }
+            let mut after = table;
+            if h.moves
+                .iter()
+                .any(|&m| after.play(b, m, &self.variant).is_err())
+            {
+                continue;
+            }
+            let gain = fit(after.board(b)) - current;
+            if gain >= self.cfg.rewind_nats && found.as_ref().is_none_or(|f| gain > f.0) {
+                found = Some((gain, k, undo, h.moves.clone()));
+            }
+        }
+        let (gain, k, undo, moves) = found?;
+        let mut events = Vec::new();
+        for _ in 0..undo {
+            let other_pockets = |t: &Table| {
+                let o = t.board(b.other());
+                [
+                    *o.pocket(crate::engine::Color::White),
+                    *o.pocket(crate::engine::Color::Black),
+                ]
+            };
+            let before = other_pockets(self.referee.table());
+            let retract = TimedAction {
+                ts: Some(ts),
+                action: Action::Retract { board: b },
+            };
+            self.applied.push(retract.clone());
+            events.extend(self.referee.apply(retract));
+            let after = other_pockets(self.referee.table());
+            for color in crate::engine::Color::ALL {
+                for role in Role::POCKET {
+                    let (was, now) = (
+                        before[color.index()].count(role),
+                        after[color.index()].count(role),
+                    );
+                    for _ in now..was {
+                        self.pockets.on_capture_retracted(b, Piece { color, role });
+                    }
+                }
+            }
+        }
+        let pending = self.boards[b.index()].presses();
+        let mut recorded = Vec::new();
+        for (i, &mv) in moves.iter().enumerate() {
+            let n = self.referee.moves_recorded(b);
+            // The retracted moves' presses were applied already.
+            events.extend(self.commit(b, mv, ts, i >= undo));
+            if self.referee.moves_recorded(b) > n {
+                recorded.push(mv);
+            }
+        }
+        let bt = &mut self.boards[b.index()];
+        let len = bt.recent.len();
+        bt.recent.truncate(len - k);
+        self.note_recent(b, recorded);
+        if let Some(trace) = self.decisions.as_mut() {
+            trace.push(Decision {
+                board: b,
+                ts,
+                tentative: self.boards[b.index()].tentative,
+                presses: pending,
+                kind: format!("Rewind({undo})"),
+                best: moves.iter().map(|m| m.to_uci().to_string()).collect(),
+                score: gain,
+                runner_up: None,
+                runner_up_score: None,
+                margin: gain,
+                committed: true,
+                unexplained: Vec::new(),
+            });
+        }
+        let bt = &mut self.boards[b.index()];
+        let new = moves.len() - undo;
+        let used = new.min(bt.press_views.len());
+        bt.press_views.drain(..used);
+        if self.clock_feed && pending > 0 && new as u32 > pending {
+            bt.ahead += new as u32 - pending;
+        }
+        bt.decided_ts = ts;
+        bt.undecided_since = None;
+        bt.leftover.clear();
+        bt.carried.clear();
+        bt.suspects = [None; 64];
+        bt.refused = None;
+        bt.open = false;
+        bt.open_since = None;
+        bt.last_motion = None;
+        if let Some(raw) = bt.raw.clone() {
+            bt.looks.confirm(&raw, self.referee.table().board(b), &[]);
+        }
+        self.explained(b, ts, &mut events);
+        Some(events)
+    }
+
+    /// Sends one move to the referee and keeps the pocket watcher informed; with `press`, it
+    /// completes the oldest pending clock press (if any).
+    fn commit(&mut self, b: BoardId, mv: crate::engine::Move, ts: u64, press: bool) -> Vec<Event> {
         let table = self.referee.table();
         let mover = table.board(b).turn();
         let other_before = *table.board(b.other()).pocket(mover.other());
@@ -1072,7 +1274,7 @@ impl Tracker {
             s.remove(0);
             s.len() >= 2
         });
-        if self.clock_feed && bt.presses() > 0 {
+        if press && self.clock_feed && bt.presses() > 0 {
             bt.press_times.pop_front();
             let press = TimedAction {
                 ts: Some(ts),
@@ -1456,6 +1658,80 @@ mod tests {
                 .any(|e| matches!(&e.body, EventBody::IllegalMove { uci, .. } if uci == "e1d2")),
             "{ev:?}"
         );
+    }
+
+    /// White's knight went to f3, but the views after the press read it on h3 (f3 empty), so
+    /// g1h3 is committed; after Black's reply the views show the knight on f3. Returns the
+    /// events and the tracked position of board A.
+    fn misread_knight_then_reply(cfg: TrackerConfig) -> (Vec<Event>, String) {
+        let a = BoardId::A;
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg).unwrap();
+        let mut ts = 0;
+        let start = t.table().board(a).clone();
+        let mut ev = feed(&mut t, a, &start, 3, 0.0, &mut ts);
+        ev.extend(feed(&mut t, a, &start, 3, 1.0, &mut ts));
+        ev.extend(t.press(a, ts));
+        let real = play(&start, &["g1f3"]);
+        let (f3, h3): (Square, Square) = ("f3".parse().unwrap(), "h3".parse().unwrap());
+        let knight = SquareClass::on(&real, f3).index();
+        for _ in 0..4 {
+            let mut o = Observation::exact(a, ts, &real, 0.0);
+            let mut empty_f3 = [0.0; SquareClass::COUNT];
+            (empty_f3[SquareClass::Empty.index()], empty_f3[knight]) = (0.9, 0.1);
+            let mut knight_h3 = [0.0; SquareClass::COUNT];
+            (knight_h3[SquareClass::Empty.index()], knight_h3[knight]) = (0.1, 0.9);
+            o.set_square(f3, empty_f3).unwrap();
+            o.set_square(h3, knight_h3).unwrap();
+            ev.extend(t.observe(&o));
+            ts += 100;
+        }
+        assert_eq!(
+            moves(&ev),
+            ["g1h3"],
+            "the misread is committed first: {ev:?}"
+        );
+        ev.extend(feed(&mut t, a, &real, 3, 1.0, &mut ts));
+        ev.extend(t.press(a, ts));
+        let both = play(&start, &["g1f3", "e7e5"]);
+        ev.extend(feed(&mut t, a, &both, 4, 0.0, &mut ts));
+        let fen = t.table().board(a).to_fen();
+        (ev, fen)
+    }
+
+    #[test]
+    fn a_misread_move_is_retracted_when_later_views_show_what_was_played() {
+        // At most two moves per view: otherwise the knight walking back and forth (h3g1, g1f3,
+        // with the reply split into e7e6 e6e5) explains the view from the misread position too,
+        // and the test would be about priors, not rewinds.
+        let cfg = TrackerConfig {
+            max_moves_per_observation: 2,
+            ..windowed_cfg()
+        };
+        let (ev, fen) = misread_knight_then_reply(cfg.clone());
+        assert!(
+            ev.iter().any(|e| matches!(&e.body,
+                EventBody::MoveRetracted { uci, reason, .. }
+                    if uci == "g1h3" && reason == crate::rules::MISREAD)),
+            "{ev:?}"
+        );
+        assert_eq!(
+            crate::tracker::moves_standing(&ev)[0],
+            ["g1f3", "e7e5"],
+            "{ev:?}"
+        );
+        let start = Position::default();
+        assert_eq!(fen, play(&start, &["g1f3", "e7e5"]).to_fen());
+        assert!(
+            !ev.iter()
+                .any(|e| matches!(e.body, EventBody::Desync { .. })),
+            "{ev:?}"
+        );
+        // Without rewinds the misread stands.
+        let (ev, _) = misread_knight_then_reply(TrackerConfig {
+            rewind_nats: 0.0,
+            ..cfg
+        });
+        assert_eq!(crate::tracker::moves_standing(&ev)[0][0], "g1h3");
     }
 
     #[test]

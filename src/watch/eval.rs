@@ -293,14 +293,12 @@ pub fn eval_game(
         Ok(())
     })?;
 
-    let mut committed: [Vec<String>; 2] = [Vec::new(), Vec::new()];
-    let mut latencies = Vec::new();
-    for e in &events {
-        if let (EventBody::Move { uci, .. }, Some(b)) = (&e.event.body, e.event.board) {
-            committed[b.index()].push(uci.clone());
-            latencies.push(e.latency_ms);
-        }
-    }
+    let committed = crate::tracker::moves_standing(events.iter().map(|e| &e.event));
+    let latencies: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e.event.body, EventBody::Move { .. }))
+        .map(|e| e.latency_ms)
+        .collect();
     let mut right = 0;
     let mut all_right = true;
     for b in 0..2 {
