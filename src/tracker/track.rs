@@ -68,7 +68,7 @@ struct BoardTrack {
     /// wrong commit are its evidence).
     raw: Option<LogLik>,
     /// The moves the referee recorded for each of the latest commit decisions, newest last (at
-    /// most `rewind_decisions`): what a rewind may take back.
+    /// most [`MAX_REWIND_DECISIONS`]): what a rewind may take back.
     recent: Vec<Vec<crate::engine::Move>>,
     stable_ts: u64,
     /// Something may have changed since the last decision (motion seen, or a residue left).
@@ -1060,13 +1060,12 @@ impl Tracker {
 
     /// Keeps the moves one commit decision recorded, for a later rewind.
     fn note_recent(&mut self, b: BoardId, recorded: Vec<crate::engine::Move>) {
-        let keep = MAX_REWIND_DECISIONS;
         let recent = &mut self.boards[b.index()].recent;
         if !recorded.is_empty() {
             recent.push(recorded);
         }
-        if recent.len() > keep {
-            recent.drain(..recent.len() - keep);
+        if recent.len() > MAX_REWIND_DECISIONS {
+            recent.drain(..recent.len() - MAX_REWIND_DECISIONS);
         }
     }
 
