@@ -423,13 +423,13 @@ pub struct TrackerConfig {
     /// stall). 2 or less commits ties as soon as the press is overdue.
     pub overdue_tie_presses: u32,
     /// A later view that the tracked position explains badly (its best explanation is illegal,
-    /// or leaves `desync_min_squares` squares unexplained) is decoded again from before each of the latest commit
-    /// decisions on the board that together committed at most `rewind_moves` moves; when a
-    /// legal chain from there explains every square and its position fits the view by at least
-    /// `rewind_nats` more than the tracked one's best (an illegal best also pays
-    /// `prior_illegal`), the misread moves are retracted (`move_retracted`, reason `misread`)
-    /// and the chain is committed. One wrong commit otherwise costs the rest of the board's
-    /// game. 0 switches it off.
+    /// or leaves `desync_min_squares` squares unexplained) is decoded again from before each of
+    /// the latest commit decisions on the board that together committed at most `rewind_moves`
+    /// moves; when a legal chain from there explains every square and its position fits the
+    /// view by at least `rewind_nats` more than the tracked one's best (an illegal best also
+    /// pays `prior_illegal`), the misread moves are retracted (`move_retracted`, reason
+    /// `misread`) and the chain is committed. One wrong commit otherwise costs the rest of the
+    /// board's game. 0 switches it off.
     pub rewind_nats: f32,
     /// The most moves a rewind may take back (0 = none): the longer the chain decoded again,
     /// the likelier it is wrong in turn.
