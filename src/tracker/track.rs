@@ -26,6 +26,29 @@ const MAX_REWIND_DECISIONS: usize = 4;
 /// Earlier best sequences kept in the search of a change under way (oldest dropped first).
 const MAX_CARRIED: usize = 8;
 
+/// Both colours' pockets (White, Black) on the board across from `b`: where `b`'s captures go.
+fn partner_pockets(table: &Table, b: BoardId) -> [crate::engine::Pocket; 2] {
+    crate::engine::Color::ALL.map(|c| *table.board(b.other()).pocket(c))
+}
+
+/// The pieces `after` holds beyond `before`, one entry per piece.
+fn pieces_added(
+    before: &[crate::engine::Pocket; 2],
+    after: &[crate::engine::Pocket; 2],
+) -> Vec<Piece> {
+    let mut out = Vec::new();
+    for color in crate::engine::Color::ALL {
+        for role in Role::POCKET {
+            let (was, now) = (
+                before[color.index()].count(role),
+                after[color.index()].count(role),
+            );
+            out.extend((was..now).map(|_| Piece { color, role }));
+        }
+    }
+    out
+}
+
 /// The per-count median of some readings.
 fn median_reading(readings: &std::collections::VecDeque<PocketReading>) -> Option<PocketReading> {
     if readings.is_empty() {
@@ -1154,31 +1177,16 @@ impl Tracker {
         let (gain, k, undo, moves) = found?;
         let mut events = Vec::new();
         for _ in 0..undo {
-            let other_pockets = |t: &Table| {
-                let o = t.board(b.other());
-                [
-                    *o.pocket(crate::engine::Color::White),
-                    *o.pocket(crate::engine::Color::Black),
-                ]
-            };
-            let before = other_pockets(self.referee.table());
+            let before = partner_pockets(self.referee.table(), b);
             let retract = TimedAction {
                 ts: Some(ts),
                 action: Action::Retract { board: b },
             };
             self.applied.push(retract.clone());
             events.extend(self.referee.apply(retract));
-            let after = other_pockets(self.referee.table());
-            for color in crate::engine::Color::ALL {
-                for role in Role::POCKET {
-                    let (was, now) = (
-                        before[color.index()].count(role),
-                        after[color.index()].count(role),
-                    );
-                    for _ in now..was {
-                        self.pockets.on_capture_retracted(b, Piece { color, role });
-                    }
-                }
+            // What went back from the other board's pockets was never handed over.
+            for piece in pieces_added(&partner_pockets(self.referee.table(), b), &before) {
+                self.pockets.on_capture_retracted(b, piece);
             }
         }
         let pending = self.boards[b.index()].presses();
@@ -1237,10 +1245,8 @@ impl Tracker {
     /// Sends one move to the referee and keeps the pocket watcher informed; with `press`, it
     /// completes the oldest pending clock press (if any).
     fn commit(&mut self, b: BoardId, mv: crate::engine::Move, ts: u64, press: bool) -> Vec<Event> {
-        let table = self.referee.table();
-        let mover = table.board(b).turn();
-        let other_before = *table.board(b.other()).pocket(mover.other());
-        let other_before_own = *table.board(b.other()).pocket(mover);
+        let mover = self.referee.table().board(b).turn();
+        let before = partner_pockets(self.referee.table(), b);
         let action = Action::Move {
             board: b,
             notation: mv.to_uci().to_string(),
@@ -1253,13 +1259,8 @@ impl Tracker {
         let mut events = self.referee.apply(timed);
         let table = self.referee.table();
         // Whatever reached the other board's pockets is a pending hand-over.
-        for (color, before) in [(mover.other(), other_before), (mover, other_before_own)] {
-            let after = table.board(b.other()).pocket(color);
-            for role in Role::POCKET {
-                for _ in before.count(role)..after.count(role) {
-                    self.pockets.on_capture(b, Piece { color, role }, ts);
-                }
-            }
+        for piece in pieces_added(&before, &partner_pockets(table, b)) {
+            self.pockets.on_capture(b, piece, ts);
         }
         if let crate::engine::Move::Drop { role, .. } = mv {
             let held = table.board(b).pocket(mover).count(role);
