@@ -39,6 +39,12 @@ def main():
     ap.add_argument("--init-onnx", help="start from an exported squares.onnx (batch norm folded into the "
                     "convolutions; implies --freeze-bn)")
     ap.add_argument("--freeze-bn", action="store_true", help="keep batch-norm statistics and scales fixed")
+    ap.add_argument("--widen-from", type=int,
+                    help="with --init-onnx: the exported model's width; its weights are widened to --width "
+                         "(each new channel a copy of an old one, consumers' weights shared between the "
+                         "copies), so training starts from the same function")
+    ap.add_argument("--widen-noise", type=float, default=0.02,
+                    help="relative noise on the copied channels' weights (copies must differ to diverge)")
     ap.add_argument("--episodic", type=float, default=0.0,
                     help="weight of the episodic loss: queries of a table classified by prototypes from "
                          "that table's start position (needs data written with `sim dataset --episode K`)")
@@ -69,7 +75,13 @@ def main():
         model.load_state_dict(torch.load(args.init, map_location="cpu"))
         print(f"initialised from {args.init}", flush=True)
     if args.init_onnx:
-        load_folded_onnx(model, args.init_onnx)
+        if args.widen_from and args.widen_from != args.width:
+            narrow = SquareNet(width=args.widen_from)
+            load_folded_onnx(narrow, args.init_onnx)
+            widen(narrow, model, rng, args.widen_noise)
+            print(f"widened from width {args.widen_from}", flush=True)
+        else:
+            load_folded_onnx(model, args.init_onnx)
         args.freeze_bn = True
         print(f"initialised from {args.init_onnx} (batch norm folded, frozen)", flush=True)
     episodes = table_episodes(rows, labels, keep) if args.episodic > 0 else []
@@ -183,6 +195,45 @@ def load_folded_onnx(model, path):
         sd[bname + ".running_mean"] = torch.zeros_like(sd[bname + ".running_mean"])
         sd[bname + ".running_var"] = torch.full_like(sd[bname + ".running_var"], 1.0 - bn.eps)
     model.load_state_dict(sd)
+
+
+def widen(narrow, wide, rng, noise):
+    """Copies `narrow` into the wider `wide` of the same layout, function-preserving up to
+    `noise` (Net2WiderNet): each extra output channel of a full or pointwise convolution copies
+    a random old channel (its batch norm too), a depthwise convolution follows its input's
+    copies, and every consumer divides the weights of a copied input channel among its copies.
+    The copies' incoming weights get `noise` x their spread so that training can pull them apart."""
+    n_convs = [m for m in narrow.modules() if isinstance(m, torch.nn.Conv2d)]
+    w_convs = [m for m in wide.modules() if isinstance(m, torch.nn.Conv2d)]
+    n_bns = [m for m in narrow.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    w_bns = [m for m in wide.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    g_in = np.arange(3)  # the image's channels are not widened
+    with torch.no_grad():
+        for nc, wc, nb, wb in zip(n_convs, w_convs, n_bns, w_bns):
+            old_out, new_out = nc.out_channels, wc.out_channels
+            if nc.groups > 1:  # depthwise: one filter per channel, copies follow the input's
+                g_out = g_in
+                wc.weight.copy_(nc.weight[torch.from_numpy(g_in)])
+            else:
+                g_out = np.concatenate([np.arange(old_out), rng.integers(0, old_out, new_out - old_out)])
+                share = np.bincount(g_in, minlength=nc.in_channels)[g_in].astype(np.float32)
+                w = nc.weight[torch.from_numpy(g_out)][:, torch.from_numpy(g_in)]
+                w = w / torch.from_numpy(share).view(1, -1, 1, 1)
+                extra = w[old_out:]
+                extra += noise * extra.std() * torch.randn_like(extra)
+                wc.weight.copy_(w)
+            idx = torch.from_numpy(g_out)
+            for name in ("weight", "bias", "running_mean", "running_var"):
+                getattr(wb, name).copy_(getattr(nb, name)[idx])
+            g_in = g_out
+        # The embedding reads the last map flattened channel-major (channel * positions + position).
+        pos = narrow.embed.in_features // n_convs[-1].out_channels
+        share = np.bincount(g_in, minlength=n_convs[-1].out_channels)[g_in].astype(np.float32)
+        cols = (g_in[:, None] * pos + np.arange(pos)[None, :]).reshape(-1)
+        scale = np.repeat(1.0 / share, pos).astype(np.float32)
+        wide.embed.weight.copy_(narrow.embed.weight[:, torch.from_numpy(cols)] * torch.from_numpy(scale))
+        wide.embed.bias.copy_(narrow.embed.bias)
+        wide.weight.copy_(narrow.weight)
 
 
 def table_episodes(rows, labels, keep):
