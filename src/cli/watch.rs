@@ -37,7 +37,8 @@ pub struct WatchArgs {
     /// Rule set: a preset name or a TOML file.
     #[arg(long)]
     rules: String,
-    /// Clock presses as JSON lines (`ts_ms`, `board`), e.g. a simulated game's clock.jsonl.
+    /// Clock presses as JSON lines (`ts_ms`, `board`, optionally `color`: who pressed), e.g. a
+    /// simulated game's clock.jsonl.
     #[arg(long)]
     clock: Option<PathBuf>,
     /// Print events as JSON lines (default: one readable line per event).

@@ -104,7 +104,9 @@ impl Daemon {
                     if state == "position_corrected")
             });
         self.deliver(idx, outcome, true)?;
-        if let TableInput::Press { board, ts, .. } = &input
+        if let TableInput::Press {
+            board, side, ts, ..
+        } = &input
             && let Some(watch) = &self.watches[idx]
         {
             let ts = if self.press_at_message_ts {
@@ -112,7 +114,11 @@ impl Daemon {
             } else {
                 self.clock_start.elapsed().as_millis() as u64 + self.clock_offset_ms
             };
-            watch.send(WatchMessage::Press { board: *board, ts });
+            watch.send(WatchMessage::Press {
+                board: *board,
+                side: *side,
+                ts,
+            });
         }
         if restart && let Some(watch) = &self.watches[idx] {
             let table = &self.tables[idx];

@@ -38,6 +38,7 @@ pub enum WatchMessage {
     /// A clock press on `board` at `ts` (the watcher's timeline).
     Press {
         board: BoardId,
+        side: crate::engine::Color,
         ts: u64,
     },
     /// A new game or a corrected position: track from `fen` (a table FEN) under `rules`.
@@ -194,7 +195,7 @@ struct WatchLoop {
     out: mpsc::UnboundedSender<WatchOutput>,
     held: VecDeque<Frame>,
     /// Presses waiting for a frame at or after their time, in time order.
-    presses: VecDeque<(u64, BoardId)>,
+    presses: VecDeque<(u64, BoardId, crate::engine::Color)>,
     /// The last problem reported as a `status` event, so a broken stream gives one event.
     last_problem: Option<String>,
     problems: u64,
@@ -224,9 +225,9 @@ impl WatchLoop {
                     self.held.push_back(frame);
                     self.release(false);
                 }
-                WatchMessage::Press { board, ts } => {
+                WatchMessage::Press { board, side, ts } => {
                     let at = self.presses.partition_point(|p| p.0 <= ts);
-                    self.presses.insert(at, (ts, board));
+                    self.presses.insert(at, (ts, board, side));
                     self.release(false);
                 }
                 WatchMessage::Restart { game, fen, rules } => {
@@ -251,7 +252,7 @@ impl WatchLoop {
     /// before it), then the frames older than the hold; with `all`, everything.
     fn release(&mut self, all: bool) {
         let newest = self.held.back().map(|f| f.ts_ms);
-        while let Some(&(ts, board)) = self.presses.front() {
+        while let Some(&(ts, board, side)) = self.presses.front() {
             if !all && newest.is_none_or(|n| n < ts as i64) {
                 break;
             }
@@ -259,7 +260,7 @@ impl WatchLoop {
                 self.read_front();
             }
             self.presses.pop_front();
-            let events = self.watcher.press(board, ts);
+            let events = self.watcher.press_by(board, ts, Some(side));
             self.emit(events);
         }
         let hold = self.setup.config.hold_ms as i64;

@@ -880,63 +880,34 @@ impl<'a> Decoder<'a> {
         let pos = &node.pos;
         let chain = node.seq.len as f32 * self.cfg.prior_extra_move;
         let mover = pos.turn();
-        let last_rank = match mover {
-            Color::White => 7,
-            Color::Black => 0,
-        };
         let is_legal_pair = |from: Square, to: Square| {
             legal
                 .iter()
                 .any(|m| m.from() == Some(from) && m.to() == to && !matches!(m, Move::Drop { .. }))
         };
-        let targets = !pos.by_color(mover);
-        for from in pos.by_color(mover) {
-            let Some(role) = pos.role_at(from) else {
+        for (mv, from, to, class) in hand_moves(pos) {
+            if is_legal_pair(from, to) {
                 continue;
-            };
-            for to in targets {
-                if pos.role_at(to) == Some(Role::King) || is_legal_pair(from, to) {
-                    continue;
-                }
-                let promotion =
-                    (role == Role::Pawn && to.rank() == last_rank).then_some(Role::Queen);
-                let shown = promotion.unwrap_or(role);
-                let class = SquareClass::of(Some(crate::engine::Piece {
-                    color: mover,
-                    role: shown,
-                }));
-                let changes: Changes = (
-                    [
-                        (from, SquareClass::Empty),
-                        (to, class),
-                        (from, SquareClass::Empty),
-                        (from, SquareClass::Empty),
-                        (from, SquareClass::Empty),
-                        (from, SquareClass::Empty),
-                    ],
-                    2,
-                );
-                let (d, fp) = self.extend(ll, node, &changes);
-                let mv = Move::Normal {
-                    role,
-                    from,
-                    to,
-                    capture: pos.role_at(to),
-                    promotion,
-                };
-                let prior = match pos.classify(mv, self.variant) {
-                    Err(IllegalReason::CannotMoveThatWay | IllegalReason::PathBlocked) => {
-                        self.cfg.prior_illegal_geometry
-                    }
-                    _ => self.cfg.prior_illegal,
-                };
-                top.offer(
-                    d + prior + chain,
-                    fp,
-                    HypothesisKind::Illegal,
-                    node.seq.push(mv),
-                );
             }
+            let changes: Changes = (
+                [
+                    (from, SquareClass::Empty),
+                    (to, class),
+                    (from, SquareClass::Empty),
+                    (from, SquareClass::Empty),
+                    (from, SquareClass::Empty),
+                    (from, SquareClass::Empty),
+                ],
+                2,
+            );
+            let (d, fp) = self.extend(ll, node, &changes);
+            let prior = illegal_prior(pos, mv, self.variant, self.cfg);
+            top.offer(
+                d + prior + chain,
+                fp,
+                HypothesisKind::Illegal,
+                node.seq.push(mv),
+            );
         }
         let arriving = if other_busy {
             arriving_roles(self.table.board(self.board.other()), mover, self.variant)
@@ -1289,6 +1260,88 @@ fn diff(before: &Position, after: &Position) -> Changes {
         out.1 += 1;
     }
     out
+}
+
+/// Every move a hand can make with a piece of the side to move on `pos`, legal or not: to any
+/// square its own pieces do not hold except a king's, a pawn reaching the last rank shown as a
+/// queen. Yields the move, its squares and the class the target then shows.
+fn hand_moves(pos: &Position) -> impl Iterator<Item = (Move, Square, Square, SquareClass)> + '_ {
+    let mover = pos.turn();
+    let last_rank = match mover {
+        Color::White => 7,
+        Color::Black => 0,
+    };
+    pos.by_color(mover).into_iter().flat_map(move |from| {
+        let role = pos.role_at(from);
+        (!pos.by_color(mover)).into_iter().filter_map(move |to| {
+            let role = role?;
+            if pos.role_at(to) == Some(Role::King) {
+                return None;
+            }
+            let promotion = (role == Role::Pawn && to.rank() == last_rank).then_some(Role::Queen);
+            let mv = Move::Normal {
+                role,
+                from,
+                to,
+                capture: pos.role_at(to),
+                promotion,
+            };
+            let class = SquareClass::of(Some(crate::engine::Piece {
+                color: mover,
+                role: promotion.unwrap_or(role),
+            }));
+            Some((mv, from, to, class))
+        })
+    })
+}
+
+/// The prior of an illegal hand move: one no piece can make (wrong geometry, or through a
+/// piece) is rarer than one into or leaving check.
+fn illegal_prior(pos: &Position, mv: Move, variant: &Variant, cfg: &TrackerConfig) -> f32 {
+    match pos.classify(mv, variant) {
+        Err(IllegalReason::CannotMoveThatWay | IllegalReason::PathBlocked) => {
+            cfg.prior_illegal_geometry
+        }
+        _ => cfg.prior_illegal,
+    }
+}
+
+/// How much better `view` fits `after` than `before`: the log-likelihood difference over the
+/// squares whose contents differ.
+pub fn view_gain(before: &Position, after: &Position, view: &LogLik) -> f32 {
+    let changes = diff(before, after);
+    changes.0[..changes.1]
+        .iter()
+        .map(|&(sq, new)| view.get(sq, new) - view.get(sq, SquareClass::on(before, sq)))
+        .sum()
+}
+
+/// A move made, pressed and taken back before the next press: the illegal move of the side to
+/// move on `pos` that best explains `view`, with its [`view_gain`] over `pos` itself. Moves into
+/// or leaving check are the ones players notice and take back; a move no piece can make (a
+/// geometry the decoder calls `prior_illegal_geometry`) pays the difference to `prior_illegal`.
+/// Promotions are to a queen. `None` if the side to move has no illegal move at all.
+pub fn taken_back_move(
+    pos: &Position,
+    view: &LogLik,
+    variant: &Variant,
+    cfg: &TrackerConfig,
+) -> Option<(Move, f32)> {
+    let mut best: Option<(Move, f32)> = None;
+    for (mv, from, to, class) in hand_moves(pos) {
+        if pos.classify(mv, variant).is_ok() {
+            continue;
+        }
+        let gain = view.get(from, SquareClass::Empty) - view.get(from, SquareClass::on(pos, from))
+            + view.get(to, class)
+            - view.get(to, SquareClass::on(pos, to))
+            + illegal_prior(pos, mv, variant, cfg)
+            - cfg.prior_illegal;
+        if best.is_none_or(|(_, g)| gain > g) {
+            best = Some((mv, gain));
+        }
+    }
+    best
 }
 
 /// The changes of a simple move (not castling, not a promotion) without playing it.

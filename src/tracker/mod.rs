@@ -434,6 +434,16 @@ pub struct TrackerConfig {
     /// The most moves a rewind may take back (0 = none): the longer the chain decoded again,
     /// the likelier it is wrong in turn.
     pub rewind_moves: u32,
+    /// A press whose move did not stand is looked at in the view that followed it: its side
+    /// pressed again before the other side did (when the clock feed names who pressed), or,
+    /// without sides, a decision commits fewer moves than presses and leaves it between them.
+    /// When an illegal move of the side to move explains that view by at least this many nats
+    /// over the position before it (without sides, also this many more than the next committed
+    /// move), the player made it, pressed and took it back, and it goes to the referee as an
+    /// illegal move in its place. Only under rule sets that refuse illegal moves (`fics`):
+    /// where one stands until claimed, the referee would keep a move the board no longer
+    /// shows. 0 switches it off.
+    pub taken_back_nats: f32,
 }
 
 impl Default for TrackerConfig {
@@ -474,6 +484,7 @@ impl Default for TrackerConfig {
             overdue_tie_presses: 4,
             rewind_nats: 8.0,
             rewind_moves: 3,
+            taken_back_nats: 4.0,
         }
     }
 }
@@ -544,6 +555,9 @@ impl TrackerConfig {
         }
         if !(self.rewind_nats.is_finite() && self.rewind_nats >= 0.0) {
             return bad("rewind_nats must be a non-negative number (0 = off)");
+        }
+        if !(self.taken_back_nats.is_finite() && self.taken_back_nats >= 0.0) {
+            return bad("taken_back_nats must be a non-negative number (0 = off)");
         }
         if self.rewind_moves > decode::MAX_SEQUENCE as u32 {
             return bad("rewind_moves must be in 0..=12");

@@ -1,13 +1,14 @@
 //! The per-table tracker: stability per board, decoding, committing moves to the referee,
 //! desync and pocket alerts.
 
-use crate::engine::{BoardId, Piece, Role, Square, Table, Variant};
+use crate::engine::{BoardId, Color, Piece, Role, Square, Table, Variant};
 use crate::rules::{
-    Action, DesyncState, Event, EventBody, Referee, RefereeError, RuleSet, TimedAction,
+    Action, Consequence, DesyncState, Event, EventBody, Referee, RefereeError, RuleSet, TimedAction,
 };
 
 use super::decode::{
     Decoded, Decoder, Evidence, HypothesisKind, LogLik, order_by_change_times, order_by_views,
+    taken_back_move, view_gain,
 };
 use super::look::LookRefs;
 
@@ -100,8 +101,10 @@ struct BoardTrack {
     open_since: Option<u64>,
     /// The latest hand frame (or clock press) since the last decision: when the change ended.
     last_motion: Option<u64>,
-    /// When each clock press not yet matched by a committed move came, oldest first.
-    press_times: std::collections::VecDeque<u64>,
+    /// The clock presses not yet matched by a committed move, oldest first.
+    press_times: std::collections::VecDeque<PendingPress>,
+    /// Who made the latest press on this board, when the clock feed says.
+    last_side: Option<Color>,
     /// Moves committed (with a clock feed) before their press arrived, e.g. a fast reply seen
     /// together with the move before it: the next presses complete them instead of waiting
     /// for a move that was already made.
@@ -152,6 +155,15 @@ struct BoardTrack {
     carried: Vec<Vec<crate::engine::Move>>,
 }
 
+/// A clock press not yet matched by a committed move.
+#[derive(Debug, Clone, Copy)]
+struct PendingPress {
+    ts: u64,
+    /// The same side pressed again before the other side pressed: the move of this press did
+    /// not stand (made and taken back, or no move at all), so no lasting move answers it.
+    void: bool,
+}
+
 /// The observations after a clock press on one board (see [`TrackerConfig::stall_window_ms`]).
 #[derive(Debug, Clone)]
 struct PressWindow {
@@ -168,6 +180,11 @@ impl BoardTrack {
     /// Clock presses not yet matched by committed moves.
     fn presses(&self) -> u32 {
         self.press_times.len() as u32
+    }
+
+    /// Pending presses that vouch for a lasting move (not [`PendingPress::void`]).
+    fn move_presses(&self) -> u32 {
+        self.press_times.iter().filter(|p| !p.void).count() as u32
     }
 
     fn new(pos: &crate::engine::Position) -> BoardTrack {
@@ -199,6 +216,7 @@ impl BoardTrack {
             open: false,
             last_motion: None,
             press_times: std::collections::VecDeque::new(),
+            last_side: None,
             ahead: 0,
             unexplained_since: None,
             lost: false,
@@ -338,12 +356,27 @@ impl Tracker {
         &self.cfg
     }
 
-    /// A clock press on `board` at `ts`: from the first press on, the table has a clock feed and
-    /// moves are committed at the next stable observation after a press (004 §7).
+    /// A clock press on `board` at `ts` by a side the feed does not name (see
+    /// [`Tracker::press_by`]).
     pub fn press(&mut self, board: BoardId, ts: u64) -> Vec<Event> {
+        self.press_by(board, ts, None)
+    }
+
+    /// A clock press on `board` at `ts` by `side` (the player who pressed, if the clock says):
+    /// from the first press on, the table has a clock feed and moves are committed at the next
+    /// stable observation after a press (004 §7). A side that presses twice in a row had its
+    /// first press's move taken back (an illegal move the player noticed): that press vouches
+    /// for no move, and what its view showed is reported if it was an illegal move (see
+    /// [`TrackerConfig::taken_back_nats`]).
+    pub fn press_by(&mut self, board: BoardId, ts: u64, side: Option<Color>) -> Vec<Event> {
         self.clock_feed = true;
         let mut events = Vec::new();
         let bt = &mut self.boards[board.index()];
+        let repeated = side.is_some() && bt.last_side == side;
+        bt.last_side = side;
+        if repeated && let Some(last) = bt.press_times.back_mut() {
+            last.void = true;
+        }
         if bt.ahead > 0 {
             // This press completes a move committed before it: nothing is pending.
             bt.ahead -= 1;
@@ -362,7 +395,7 @@ impl Tracker {
             }
             bt.press_views.push_back(view);
         }
-        bt.press_times.push_back(ts);
+        bt.press_times.push_back(PendingPress { ts, void: false });
         bt.last_motion = Some(ts);
         bt.open = true;
         // The latest press says every move so far is complete: the window starts again.
@@ -371,6 +404,16 @@ impl Tracker {
             best: None,
             view: None,
         });
+        if bt.press_times.front().is_some_and(|p| p.void) {
+            // Nothing before the press whose move was taken back is pending: say so now, not
+            // at the next commit.
+            let aligned = bt.press_views.len() + 1 == bt.presses() as usize;
+            let answered = self.void_presses(board, ts, aligned.then_some(0), &mut events);
+            let bt = &mut self.boards[board.index()];
+            let drained = answered.min(bt.press_views.len());
+            bt.press_views.drain(..drained);
+        }
+        let bt = &mut self.boards[board.index()];
         if bt.stable.is_some() {
             bt.stable_ts = ts;
             events.extend(self.decide(board, true));
@@ -707,7 +750,7 @@ impl Tracker {
             let mut ev = Evidence {
                 pocket: median_reading(&bt.pockets),
                 in_transit: self.pockets.in_transit(b),
-                presses: self.clock_feed.then_some(bt.presses()),
+                presses: self.clock_feed.then_some(bt.move_presses()),
                 carried: bt.carried.clone(),
                 ..Evidence::default()
             };
@@ -735,7 +778,7 @@ impl Tracker {
         // A pending clock press says a move was made: "no change" and runner-ups need less
         // beating (`commit_margin_pressed`), but only for as many moves as were pressed: more
         // moves than presses claim moves no press vouches for yet.
-        let presses = self.boards[b.index()].presses();
+        let presses = self.boards[b.index()].move_presses();
         let pressed = self.clock_feed && presses > 0;
         let vouched = pressed && decoded.best.moves.len() <= presses as usize;
         let (margin_min, none_min) = if vouched {
@@ -784,8 +827,9 @@ impl Tracker {
             && self.cfg.overdue_ms > 0
             && bt
                 .press_times
-                .front()
-                .is_some_and(|&t| ts.saturating_sub(t) >= self.cfg.overdue_ms)
+                .iter()
+                .find(|p| !p.void)
+                .is_some_and(|p| ts.saturating_sub(p.ts) >= self.cfg.overdue_ms)
             && !best.moves.is_empty();
         let committable = best.kind != HypothesisKind::NoChange
             && believable
@@ -868,24 +912,47 @@ impl Tracker {
                 moves
             };
             let before = self.referee.table().to_fen();
-            let (pending, count) = (bt.presses(), moves.len() as u32);
+            let pending = bt.presses();
+            // Press k's view is `press_views[k]` while every pending press but the latest has
+            // one (the latest press's view is still in its window).
+            let aligned = bt.press_views.len() + 1 == pending as usize;
+            let taken_back = if illegal_after
+                || pending as usize <= moves.len()
+                || bt.last_side.is_some()
+                || !aligned
+            {
+                None
+            } else {
+                self.taken_back(b, &moves)
+            };
+            // Presses this decision answers, in order (moves, and presses whose move did not
+            // stand).
+            let mut used = 0;
             let mut recorded = Vec::new();
-            for mv in moves {
+            for (i, mv) in moves.into_iter().enumerate() {
+                if let Some((_, illegal)) = taken_back.filter(|&(at, _)| at == i) {
+                    events.extend(self.commit(b, illegal, ts, true));
+                    used += 1;
+                }
+                used += self.void_presses(b, ts, aligned.then_some(used), &mut events);
                 let n = self.referee.moves_recorded(b);
                 events.extend(self.commit(b, mv, ts, true));
+                used += 1;
                 if self.referee.moves_recorded(b) > n {
                     recorded.push(mv);
                 }
             }
+            used += self.void_presses(b, ts, aligned.then_some(used), &mut events);
             self.note_recent(b, recorded);
             let bt = &mut self.boards[b.index()];
-            // The views of the presses these moves completed are used up.
-            let used = (count as usize).min(bt.press_views.len());
-            bt.press_views.drain(..used);
-            if self.clock_feed && pending > 0 && count > pending {
+            // The views of the presses answered are used up.
+            let drained = used.min(bt.press_views.len());
+            bt.press_views.drain(..drained);
+            let used = used as u32;
+            if self.clock_feed && pending > 0 && used > pending {
                 // A press decided more moves than were pressed (a fast reply seen with its
                 // move): their presses are still to come.
-                bt.ahead += count - pending;
+                bt.ahead += used - pending;
             }
             bt.decided_ts = ts;
             bt.undecided_since = None;
@@ -1079,6 +1146,89 @@ impl Tracker {
             };
             events.push(self.event(ts, Some(b), body));
         }
+    }
+
+    /// Answers the pending presses at the front of `b`'s queue whose move did not stand
+    /// ([`PendingPress::void`]): one whose view (`press_views[view + k]`, if the views are
+    /// aligned) shows an illegal move of the side to move goes to the referee as that move;
+    /// any other is dropped. Returns how many presses were answered.
+    fn void_presses(
+        &mut self,
+        b: BoardId,
+        ts: u64,
+        view: Option<usize>,
+        events: &mut Vec<Event>,
+    ) -> usize {
+        let mut n = 0;
+        while self.boards[b.index()]
+            .press_times
+            .front()
+            .is_some_and(|p| p.void)
+        {
+            let bt = &self.boards[b.index()];
+            let shown = view
+                .and_then(|k| bt.press_views.get(k + n))
+                .and_then(Option::as_ref)
+                .filter(|_| self.refuses_illegal_moves())
+                .and_then(|ll| {
+                    let pos = self.referee.table().board(b);
+                    taken_back_move(pos, ll, &self.variant, &self.cfg)
+                })
+                .filter(|&(_, gain)| {
+                    gain >= self.cfg.taken_back_nats && self.cfg.taken_back_nats > 0.0
+                });
+            match shown {
+                Some((illegal, _)) => events.extend(self.commit(b, illegal, ts, true)),
+                None => {
+                    self.boards[b.index()].press_times.pop_front();
+                }
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// Whether the rule set refuses every illegal move (so reporting one leaves the board as
+    /// it is, the way a player who takes his move back leaves it).
+    fn refuses_illegal_moves(&self) -> bool {
+        let policy = self.referee.rules().illegal_move;
+        policy.first == Consequence::Rejected && policy.repeated == Consequence::Rejected
+    }
+
+    /// Where `moves` (about to be committed on `b`, fewer than the pending presses) leave a
+    /// press whose view shows an illegal move that was taken back (see
+    /// [`TrackerConfig::taken_back_nats`]): the index of the committed move it came before,
+    /// and the move.
+    fn taken_back(
+        &self,
+        b: BoardId,
+        moves: &[crate::engine::Move],
+    ) -> Option<(usize, crate::engine::Move)> {
+        if self.cfg.taken_back_nats <= 0.0 || !self.refuses_illegal_moves() {
+            return None;
+        }
+        let bt = &self.boards[b.index()];
+        let mut pos = self.referee.table().board(b).clone();
+        let mut found: Option<(f32, usize, crate::engine::Move)> = None;
+        // Press i's view shows the position after moves[..i]; one that shows neither it nor the
+        // next move, but an illegal move from it, is a press whose move was taken back.
+        for (i, &next) in moves.iter().enumerate() {
+            let mut after = pos.clone();
+            after.play(next, &self.variant);
+            if let Some(Some(view)) = bt.press_views.get(i)
+                && let Some((illegal, gain)) = taken_back_move(&pos, view, &self.variant, &self.cfg)
+            {
+                let lead = gain - view_gain(&pos, &after, view).max(0.0);
+                if gain >= self.cfg.taken_back_nats
+                    && lead >= self.cfg.taken_back_nats
+                    && found.is_none_or(|(l, _, _)| lead > l)
+                {
+                    found = Some((lead, i, illegal));
+                }
+            }
+            pos = after;
+        }
+        found.map(|(_, i, mv)| (i, mv))
     }
 
     /// Keeps the moves one commit decision recorded, for a later rewind.
@@ -1657,6 +1807,87 @@ mod tests {
             ev.iter()
                 .any(|e| matches!(&e.body, EventBody::IllegalMove { uci, .. } if uci == "e1d2")),
             "{ev:?}"
+        );
+    }
+
+    /// White steps into the rook's rank with the king and presses; the board shows it for one
+    /// calm frame, then the king goes back and White plays Kf1 and presses again (the 50-s
+    /// renders' injected illegal move). `sides`: the presses say who pressed. Returns the
+    /// events.
+    fn king_step_taken_back(cfg: TrackerConfig, sides: bool) -> Vec<Event> {
+        let a = BoardId::A;
+        let fen = "4k3/8/8/8/8/8/r7/4K3 w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), cfg).unwrap();
+        let white = sides.then_some(Color::White);
+        let mut ts = 0;
+        let start = t.table().board(a).clone();
+        let mut ev = feed(&mut t, a, &start, 3, 0.0, &mut ts);
+        ev.extend(feed(&mut t, a, &start, 3, 1.0, &mut ts));
+        ev.extend(t.press_by(a, ts, white));
+        ev.extend(feed(&mut t, a, &play(&start, &["e1d2"]), 1, 0.0, &mut ts));
+        ev.extend(feed(&mut t, a, &start, 3, 1.0, &mut ts));
+        ev.extend(t.press_by(a, ts, white));
+        ev.extend(feed(&mut t, a, &play(&start, &["e1f1"]), 4, 0.0, &mut ts));
+        ev
+    }
+
+    #[test]
+    fn a_press_repeated_by_the_same_side_reports_the_move_taken_back() {
+        let ev = king_step_taken_back(windowed_cfg(), true);
+        assert_eq!(moves(&ev), ["e1f1"], "{ev:?}");
+        assert!(
+            ev.iter()
+                .any(|e| matches!(&e.body, EventBody::IllegalMove { uci, .. } if uci == "e1d2")),
+            "{ev:?}"
+        );
+        // The same without the press's view (switched off): the move stands, nothing is said.
+        let off = TrackerConfig {
+            taken_back_nats: 0.0,
+            ..windowed_cfg()
+        };
+        let ev = king_step_taken_back(off, true);
+        assert_eq!(moves(&ev), ["e1f1"], "{ev:?}");
+        assert!(
+            !ev.iter()
+                .any(|e| matches!(&e.body, EventBody::IllegalMove { .. })),
+            "{ev:?}"
+        );
+        // Without sides the press is left over between the committed moves: found too.
+        let ev = king_step_taken_back(windowed_cfg(), false);
+        assert_eq!(moves(&ev), ["e1f1"], "{ev:?}");
+        assert!(
+            ev.iter()
+                .any(|e| matches!(&e.body, EventBody::IllegalMove { uci, .. } if uci == "e1d2")),
+            "{ev:?}"
+        );
+    }
+
+    #[test]
+    fn a_press_repeated_without_a_move_shown_is_dropped() {
+        // White bumps the clock without moving, then moves the king and presses again.
+        let a = BoardId::A;
+        let fen = "4k3/8/8/8/8/8/r7/4K3 w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), windowed_cfg()).unwrap();
+        let mut ts = 0;
+        let start = t.table().board(a).clone();
+        let mut ev = feed(&mut t, a, &start, 3, 0.0, &mut ts);
+        ev.extend(t.press_by(a, ts, Some(Color::White)));
+        ev.extend(feed(&mut t, a, &start, 1, 0.0, &mut ts));
+        ev.extend(feed(&mut t, a, &start, 3, 1.0, &mut ts));
+        ev.extend(t.press_by(a, ts, Some(Color::White)));
+        ev.extend(feed(&mut t, a, &play(&start, &["e1f1"]), 4, 0.0, &mut ts));
+        assert_eq!(moves(&ev), ["e1f1"], "{ev:?}");
+        assert!(
+            !ev.iter().any(|e| matches!(
+                &e.body,
+                EventBody::IllegalMove { .. } | EventBody::Desync { .. }
+            )),
+            "{ev:?}"
+        );
+        assert_eq!(
+            t.boards[a.index()].presses(),
+            0,
+            "both presses are answered"
         );
     }
 

@@ -21,7 +21,7 @@ use crate::tracker::Decision;
 use crate::tracker::eval::lcs;
 use crate::vision::{Calibration, CalibrationConfig, Point};
 
-use super::frames::{ClockFeed, FrameFile};
+use super::frames::{ClockFeed, ClockPress, FrameFile};
 use super::simgame::{SimGameDir, board_of};
 use super::{FrameStats, TableReader, WatchConfig, WatchError, Watcher, new_tracker};
 
@@ -139,10 +139,10 @@ pub fn watch_frames(
         let img = load_frame(&f.path)?;
         decode.push(t.elapsed().as_secs_f64() * 1000.0);
         if let Some(clock) = clock.as_mut() {
-            let due: Vec<(u64, BoardId)> = clock.due(f.ts).to_vec();
-            for (ts, board) in due {
+            let due: Vec<ClockPress> = clock.due(f.ts).to_vec();
+            for p in due {
                 let t = Instant::now();
-                emit(watcher.press(board, ts), t)?;
+                emit(watcher.press_by(p.board, p.ts, p.side), t)?;
             }
         }
         let t = Instant::now();

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::engine::BoardId;
+use crate::engine::{BoardId, Color};
 
 use super::WatchError;
 
@@ -78,18 +78,29 @@ struct PressLine {
     #[serde(alias = "ts")]
     ts_ms: u64,
     board: String,
+    #[serde(default, alias = "side")]
+    color: Option<String>,
+}
+
+/// One clock press of a feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockPress {
+    pub ts: u64,
+    pub board: BoardId,
+    /// The player who pressed, if the feed says (`color` or `side`: `white`/`black`).
+    pub side: Option<Color>,
 }
 
 /// Clock presses in time order, handed out up to a given time.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClockFeed {
-    presses: Vec<(u64, BoardId)>,
+    presses: Vec<ClockPress>,
     next: usize,
 }
 
 impl ClockFeed {
-    /// Parses JSON lines (`ts_ms`/`ts`, `board`); blank lines are skipped; presses are sorted by
-    /// time (stable, so equal times keep the file's order).
+    /// Parses JSON lines (`ts_ms`/`ts`, `board`, optionally `color`/`side`); blank lines are
+    /// skipped; presses are sorted by time (stable, so equal times keep the file's order).
     pub fn parse(text: &str) -> Result<ClockFeed, String> {
         let mut presses = Vec::new();
         for (n, line) in text.lines().enumerate() {
@@ -108,9 +119,24 @@ impl ClockFeed {
                     ));
                 }
             };
-            presses.push((p.ts_ms, board));
+            let side = match p.color.as_deref() {
+                None => None,
+                Some("white" | "w") => Some(Color::White),
+                Some("black" | "b") => Some(Color::Black),
+                Some(other) => {
+                    return Err(format!(
+                        "line {}: color must be white or black, got {other:?}",
+                        n + 1
+                    ));
+                }
+            };
+            presses.push(ClockPress {
+                ts: p.ts_ms,
+                board,
+                side,
+            });
         }
-        presses.sort_by_key(|p| p.0);
+        presses.sort_by_key(|p| p.ts);
         Ok(ClockFeed { presses, next: 0 })
     }
 
@@ -121,9 +147,9 @@ impl ClockFeed {
     }
 
     /// The presses at or before `ts` not handed out yet.
-    pub fn due(&mut self, ts: u64) -> &[(u64, BoardId)] {
+    pub fn due(&mut self, ts: u64) -> &[ClockPress] {
         let start = self.next;
-        while self.next < self.presses.len() && self.presses[self.next].0 <= ts {
+        while self.next < self.presses.len() && self.presses[self.next].ts <= ts {
             self.next += 1;
         }
         &self.presses[start..self.next]
@@ -169,9 +195,12 @@ mod tests {
         .unwrap();
         assert_eq!(feed.len(), 2);
         assert_eq!(feed.due(50), &[]);
-        assert_eq!(feed.due(100), &[(100, BoardId::A)]);
-        assert_eq!(feed.due(1000), &[(300, BoardId::B)]);
+        let press = |ts, board, side| ClockPress { ts, board, side };
+        assert_eq!(feed.due(100), &[press(100, BoardId::A, Some(Color::White))]);
+        assert_eq!(feed.due(1000), &[press(300, BoardId::B, None)]);
         assert_eq!(feed.due(2000), &[]);
+        let wrong = ClockFeed::parse("{\"ts_ms\":1,\"board\":\"A\",\"color\":\"red\"}\n");
+        assert!(wrong.unwrap_err().contains("white or black"));
         assert!(ClockFeed::parse("{\"ts_ms\":1,\"board\":\"C\"}").is_err());
         assert!(ClockFeed::parse("not json").is_err());
     }

@@ -28,7 +28,7 @@ use crate::tracker::{Observation, PocketReading, SquareClass, SquareLook, Tracke
 use crate::vision::motion::{MotionConfig, MotionCues, MotionDetector, MotionError};
 use crate::vision::{Calibration, OcclusionMap};
 
-pub use frames::{ClockFeed, FrameFile, list_frames};
+pub use frames::{ClockFeed, ClockPress, FrameFile, list_frames};
 pub use onnx::OnnxReader;
 pub use simgame::{SimGameDir, TruthReader};
 
@@ -208,7 +208,18 @@ impl Watcher {
 
     /// A clock press on `board` at `ts` (from the clock feed).
     pub fn press(&mut self, board: BoardId, ts: u64) -> Vec<Event> {
-        let events = self.tracker.press(board, ts);
+        self.press_by(board, ts, None)
+    }
+
+    /// A clock press on `board` at `ts` by `side`, if the clock feed names who pressed
+    /// ([`crate::tracker::Tracker::press_by`]).
+    pub fn press_by(
+        &mut self,
+        board: BoardId,
+        ts: u64,
+        side: Option<crate::engine::Color>,
+    ) -> Vec<Event> {
+        let events = self.tracker.press_by(board, ts, side);
         self.note_moves(&events);
         events
     }
