@@ -1317,19 +1317,31 @@ pub fn view_gain(before: &Position, after: &Position, view: &LogLik) -> f32 {
 }
 
 /// A move made, pressed and taken back before the next press: the illegal move of the side to
-/// move on `pos` that best explains `view`, with its [`view_gain`] over `pos` itself. Moves into
+/// move on `pos` that best explains `view` and leaves no square of it disagreeing by more than
+/// `disagree_nats`, with its [`view_gain`] over `pos` itself. Moves into
 /// or leaving check are the ones players notice and take back; a move no piece can make (a
 /// geometry the decoder calls `prior_illegal_geometry`) pays the difference to `prior_illegal`.
-/// Promotions are to a queen. `None` if the side to move has no illegal move at all.
+/// Promotions are to a queen. `None` if no illegal move explains the view.
 pub fn taken_back_move(
     pos: &Position,
     view: &LogLik,
     variant: &Variant,
     cfg: &TrackerConfig,
 ) -> Option<(Move, f32)> {
+    let disagrees = |sq: Square, class: SquareClass| {
+        view.top[sq.index()] - view.get(sq, class) > cfg.disagree_nats
+    };
+    let off: Vec<Square> = Square::all()
+        .filter(|&sq| disagrees(sq, SquareClass::on(pos, sq)))
+        .collect();
     let mut best: Option<(Move, f32)> = None;
     for (mv, from, to, class) in hand_moves(pos) {
-        if pos.classify(mv, variant).is_ok() {
+        // Like any illegal move, only believed when it explains the whole view.
+        if off.iter().any(|&sq| sq != from && sq != to)
+            || disagrees(from, SquareClass::Empty)
+            || disagrees(to, class)
+            || pos.classify(mv, variant).is_ok()
+        {
             continue;
         }
         let gain = view.get(from, SquareClass::Empty) - view.get(from, SquareClass::on(pos, from))
