@@ -35,7 +35,7 @@ use super::table::TableInput;
 #[derive(Debug)]
 pub enum WatchMessage {
     Frame(Frame),
-    /// A clock press on `board` at `ts` (the watcher's timeline).
+    /// A clock press on `board` by `side` at `ts` (the watcher's timeline).
     Press {
         board: BoardId,
         side: crate::engine::Color,

@@ -1318,10 +1318,10 @@ pub fn view_gain(before: &Position, after: &Position, view: &LogLik) -> f32 {
 
 /// A move made, pressed and taken back before the next press: the illegal move of the side to
 /// move on `pos` that best explains `view` and leaves no square of it disagreeing by more than
-/// `disagree_nats`, with its [`view_gain`] over `pos` itself. Moves into
-/// or leaving check are the ones players notice and take back; a move no piece can make (a
-/// geometry the decoder calls `prior_illegal_geometry`) pays the difference to `prior_illegal`.
-/// Promotions are to a queen. `None` if no illegal move explains the view.
+/// `disagree_nats`, with its [`view_gain`] over `pos` itself. Moves into or leaving check are
+/// the ones players notice and take back; a move no piece can make pays
+/// `prior_illegal_geometry − prior_illegal` more. Promotions are to a queen. `None` if no
+/// illegal move explains the view.
 pub fn taken_back_move(
     pos: &Position,
     view: &LogLik,
