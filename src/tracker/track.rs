@@ -1863,8 +1863,10 @@ mod tests {
     }
 
     #[test]
-    fn a_press_repeated_without_a_move_shown_is_dropped() {
-        // White bumps the clock without moving, then moves the king and presses again.
+    fn a_clock_bumped_without_a_move_changes_nothing() {
+        // White bumps the clock without moving, then moves the king and presses again. (The
+        // calm frame after the bump lets "no change" answer it, so this holds without sides
+        // too: it checks that a repeated press reports nothing, not how the bump is answered.)
         let a = BoardId::A;
         let fen = "4k3/8/8/8/8/8/r7/4K3 w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
         let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), windowed_cfg()).unwrap();
