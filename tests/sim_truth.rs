@@ -334,6 +334,42 @@ fn truth_lists_occupancy_pockets_and_occlusion() {
 }
 
 #[test]
+fn pocket_pieces_behind_the_clock_are_counted_hidden() {
+    let pieces = PieceSet::builtin();
+    let clock = sim::TableLayout::default().clock_position(0);
+    let render = |distance: f32, height: f32| {
+        let camera = CameraConfig {
+            target: [clock.x, clock.y, 0.0],
+            distance,
+            height,
+            k1: 0.0,
+            k2: 0.0,
+            ..CameraConfig::default()
+        };
+        let s = SimSettings {
+            width: 320,
+            height: 180,
+            seed: 5,
+            shadow_map: 256,
+            camera,
+            variation: sim::Variation::none(),
+            ..SimSettings::default()
+        };
+        let fen = "8/8/8/8/8/8/8/8[QRpppppppp] | 8/8/8/8/8/8/8/8";
+        sim::render_table(fen, &pieces, &s).unwrap().truth
+    };
+    // Low behind White's end of board A: the clock stands between the camera and Black's zone.
+    let low = render(0.9, 0.1);
+    let a = &low.boards[0];
+    assert_eq!(a.pockets[1].pieces, "pppppppp");
+    assert_eq!(a.pockets[0].hidden, 0, "nothing stands before White's zone");
+    assert!(a.pockets[1].hidden > 0, "{:?}", a.pockets[1]);
+    // From above every piece shows.
+    let high = render(0.05, 1.5);
+    assert_eq!(high.boards[0].pockets.each_ref().map(|p| p.hidden), [0, 0]);
+}
+
+#[test]
 fn malformed_fen_is_a_clear_error() {
     let pieces = PieceSet::builtin();
     let s = SimSettings {

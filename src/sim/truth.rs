@@ -20,6 +20,9 @@ pub struct PocketTruth {
     pub quad: [Pixel; 4],
     /// FEN letters of the pieces in the pocket (uppercase = White's).
     pub pieces: String,
+    /// How many of them the camera cannot see (see [`Truth::compute`]).
+    #[serde(default)]
+    pub hidden: usize,
 }
 
 /// One board's truth.
@@ -102,8 +105,29 @@ fn segment_hits_box(o: Vec3, d: Vec3, lo: Vec3, hi: Vec3) -> bool {
     true
 }
 
+/// Whether the segment from `from` to `to` meets any occluding object of the scene other than
+/// `skip` (an index into `scene.objects`, which `world` follows).
+fn blocked(scene: &Scene, world: &[WorldMesh], from: Vec3, to: Vec3, skip: Option<usize>) -> bool {
+    let d = to - from;
+    scene
+        .objects
+        .iter()
+        .zip(world)
+        .enumerate()
+        .any(|(k, (obj, wm))| {
+            Some(k) != skip
+                && obj.occludes()
+                && segment_hits_box(from, d, wm.lo, wm.hi)
+                && obj.mesh.triangles.iter().any(|t| {
+                    let [a, b, c] = t.map(|i| wm.positions[i as usize]);
+                    hits_triangle(from, d, a, b, c)
+                })
+        })
+}
+
 impl Truth {
     /// Computes the truth of `scene` seen by `cam`; `world` are the scene's world meshes.
+    /// A square is occluded when the ray to its centre meets another object first.
     pub fn compute(scene: &Scene, cam: &Camera, world: &[WorldMesh], seed: u64) -> Truth {
         let layout = &scene.layout;
         let boards = std::array::from_fn(|b| {
@@ -133,29 +157,40 @@ impl Truth {
             }
             let mut occluded = Vec::new();
             for index in 0..64 {
-                let target = layout.square_centre(b, index);
-                let d = target - cam.position;
-                let hidden = scene.objects.iter().zip(world).any(|(obj, wm)| {
-                    if !obj.occludes() {
-                        return false;
-                    }
-                    if let ObjectKind::Piece {
+                let own = scene.objects.iter().position(|obj| {
+                    matches!(obj.kind, ObjectKind::Piece {
                         spot: PieceSpot::Square { board, index: i },
                         ..
-                    } = obj.kind
-                        && board == b
-                        && i == index
-                    {
-                        return false;
-                    }
-                    segment_hits_box(cam.position, d, wm.lo, wm.hi)
-                        && obj.mesh.triangles.iter().any(|t| {
-                            let [a, bb, c] = t.map(|k| wm.positions[k as usize]);
-                            hits_triangle(cam.position, d, a, bb, c)
-                        })
+                    } if board == b && i == index)
                 });
-                if hidden {
+                if blocked(
+                    scene,
+                    world,
+                    cam.position,
+                    layout.square_centre(b, index),
+                    own,
+                ) {
                     occluded.push(square_name(index));
+                }
+            }
+            // A pocket piece is hidden when the ray to a point 60 % up its body meets another
+            // object first (the clock, a nearer pocket piece, a hand).
+            let mut pocket_hidden = [0usize; 2];
+            for (k, (obj, wm)) in scene.objects.iter().zip(world).enumerate() {
+                if let ObjectKind::Piece {
+                    spot: PieceSpot::Pocket { board, side, .. },
+                    ..
+                } = obj.kind
+                    && board == b
+                {
+                    let target = Vec3::new(
+                        (wm.lo.x + wm.hi.x) * 0.5,
+                        (wm.lo.y + wm.hi.y) * 0.5,
+                        wm.lo.z + 0.6 * (wm.hi.z - wm.lo.z),
+                    );
+                    if blocked(scene, world, cam.position, target, Some(k)) {
+                        pocket_hidden[(side == Side::Black) as usize] += 1;
+                    }
                 }
             }
             let pockets = [Side::White, Side::Black].map(|side| PocketTruth {
@@ -165,6 +200,7 @@ impl Truth {
                     .iter()
                     .map(|&(_, c)| c)
                     .collect(),
+                hidden: pocket_hidden[(side == Side::Black) as usize],
             });
             BoardTruth {
                 board: if b == 0 { "A".into() } else { "B".into() },

@@ -487,6 +487,10 @@ pub struct SquareClassifier {
     gathered: Vec<u8>,
     partial: [Output; 2],
     network_rows: usize,
+    /// Unit embeddings of the pocket windows when their zones were empty (row `i` for the
+    /// frame's patch `128 + i`), where `window_known[i]`.
+    window_empty: Vec<f32>,
+    window_known: Vec<bool>,
 }
 
 impl SquareClassifier {
@@ -567,6 +571,8 @@ impl SquareClassifier {
             gathered: Vec::new(),
             partial: Default::default(),
             network_rows: 0,
+            window_empty: Vec::new(),
+            window_known: Vec::new(),
         };
         if classifier.dim == 0 {
             // Exporters often leave D symbolic: one probe run on a blank patch tells it.
@@ -708,8 +714,9 @@ impl SquareClassifier {
         Ok(())
     }
 
-    /// Classifies both boards' 128 square patches in one call into `out` (128 probability
-    /// vectors, board A's squares by `rank * 8 + file`, then board B's). With
+    /// Classifies both boards' 128 square patches, and the pocket windows cut after them, in
+    /// one call into `out` (one probability vector per patch: board A's squares by
+    /// `rank * 8 + file`, then board B's, then the windows). With
     /// [`ClassifierConfig::gate_threshold`] > 0 the network sees only the patches that changed
     /// since it last saw them; the adaptation bank is applied to all 128 every time.
     pub fn classify(
@@ -718,11 +725,11 @@ impl SquareClassifier {
         out: &mut Vec<[f32; SquareClass::COUNT]>,
     ) -> Result<(), VisionModelError> {
         self.check_crops(crops)?;
-        let n = crops.squares.len() / self.patch_bytes().max(1);
-        if n != SQUARES_PER_FRAME {
+        let n = SQUARES_PER_FRAME + crops.windows;
+        if crops.squares.len() != n * self.patch_bytes() {
             return Err(VisionModelError::CropCount {
-                want: SQUARES_PER_FRAME,
-                want_bytes: SQUARES_PER_FRAME * self.patch_bytes(),
+                want: n,
+                want_bytes: n * self.patch_bytes(),
                 got_bytes: crops.squares.len(),
             });
         }
@@ -827,16 +834,48 @@ impl SquareClassifier {
         );
         let dim = self.dim;
         let bank = &self.bank;
-        for ((q, net), dst) in embedding
+        for (i, ((q, net), dst)) in embedding
             .data
             .chunks_exact(dim)
             .zip(&self.network)
             .zip(out.iter_mut())
+            .enumerate()
         {
             let qn = q.iter().map(|v| v * v).sum::<f32>().sqrt();
             let qs = if qn > 1e-12 { 1.0 / qn } else { 0.0 };
-            let score = bank.scores(q, qs, k, None);
+            let mut score = bank.scores(q, qs, k, None);
+            // A pocket window also compares with itself when its zone was known to be empty.
+            let w = i.wrapping_sub(SQUARES_PER_FRAME);
+            if self.window_known.get(w) == Some(&true) {
+                let e = &self.window_empty[w * dim..(w + 1) * dim];
+                let empty = &mut score[SquareClass::Empty.index()];
+                *empty = empty.max(dot(e, q) * qs);
+            }
             mixture(net, &score, mix, inv_t, dst);
+        }
+    }
+
+    /// Keeps pocket windows `windows` (indices among the windows) of the last classified frame
+    /// as examples of their own empty look: their zones must be empty in that frame, as at the
+    /// start of a game. Each such window is then also compared with its own empty look, which
+    /// the general bank cannot supply (a window can show the clock or the board's edge).
+    pub fn remember_empty_windows(&mut self, windows: &[usize]) {
+        let dim = self.dim;
+        let rows = &self.outputs[1].data;
+        let n = (rows.len() / dim.max(1)).saturating_sub(SQUARES_PER_FRAME);
+        if self.window_known.len() != n {
+            self.window_known = vec![false; n];
+            self.window_empty = vec![0.0; n * dim];
+        }
+        for &w in windows.iter().filter(|&&w| w < n) {
+            let at = (SQUARES_PER_FRAME + w) * dim;
+            let e = &rows[at..at + dim];
+            let norm = e.iter().map(|v| v * v).sum::<f32>().sqrt();
+            let s = if norm > 1e-12 { 1.0 / norm } else { 0.0 };
+            for (d, v) in self.window_empty[w * dim..(w + 1) * dim].iter_mut().zip(e) {
+                *d = v * s;
+            }
+            self.window_known[w] = true;
         }
     }
 
@@ -956,7 +995,16 @@ impl SquareClassifier {
                 got: labels.len(),
             });
         }
-        self.forward(&crops.squares, SQUARES_PER_FRAME)?;
+        let want_bytes = SQUARES_PER_FRAME * self.patch_bytes();
+        let patches = crops
+            .squares
+            .get(..want_bytes)
+            .ok_or(VisionModelError::CropCount {
+                want: SQUARES_PER_FRAME,
+                want_bytes,
+                got_bytes: crops.squares.len(),
+            })?;
+        self.forward(patches, SQUARES_PER_FRAME)?;
         let squares: Vec<u16> = (0..SQUARES_PER_FRAME as u16).collect();
         self.bank_last(labels, Some(&squares))
     }
@@ -1021,6 +1069,7 @@ mod tests {
             patch_w: 48,
             patch_h: 64,
             squares: solid_patches(colours),
+            windows: colours.len().saturating_sub(SQUARES_PER_FRAME),
             pocket_w: 96,
             pocket_h: 128,
             pockets: vec![0; 4 * 96 * 128 * 3],
@@ -1244,6 +1293,52 @@ mod tests {
         let mut want = [0.0; 13];
         softmax_into(&logits, &mut want);
         assert!((out[3][0] - want[0]).abs() < 1e-5);
+    }
+
+    #[test]
+    fn a_pocket_window_that_looks_as_it_did_empty_reads_empty() {
+        // 128 grey squares for the bank, then two pocket windows that the network reads as a
+        // white pawn (green) with certainty.
+        let mut colours = vec![[90u8, 90, 90]; SQUARES_PER_FRAME];
+        for (i, c) in colours.iter_mut().enumerate() {
+            c[0] = 60 + (i % 7) as u8 * 20;
+        }
+        colours.extend([[0u8, 255, 0], [0, 250, 20]]);
+        let crops = crops_of(&colours);
+        let mut c = classifier();
+        let mut out = Vec::new();
+        c.classify(&crops, &mut out).unwrap();
+        assert_eq!(
+            out.len(),
+            SQUARES_PER_FRAME + 2,
+            "windows follow the squares"
+        );
+        let picks: Vec<(usize, Option<u16>, SquareClass)> = start_labels()
+            .iter()
+            .chain(start_labels().iter())
+            .enumerate()
+            .map(|(i, &l)| (i, Some(i as u16), l))
+            .collect();
+        c.confirm_last(&picks).unwrap();
+        c.classify(&crops, &mut out).unwrap();
+        let empty = SquareClass::Empty.index();
+        assert!(
+            out[128][empty] < 0.5 && out[129][empty] < 0.5,
+            "{:?}",
+            &out[128..]
+        );
+        // Window 0 is known empty as it looks now; window 1 is not remembered.
+        c.remember_empty_windows(&[0]);
+        c.classify(&crops, &mut out).unwrap();
+        assert!(out[128][empty] > 0.5, "{:?}", out[128]);
+        assert!(out[129][empty] < 0.5, "{:?}", out[129]);
+        // Squares are never compared with a window's empty look.
+        let mut plain = classifier();
+        plain.classify(&crops, &mut Vec::new()).unwrap();
+        plain.confirm_last(&picks).unwrap();
+        let mut want = Vec::new();
+        plain.classify(&crops, &mut want).unwrap();
+        assert_eq!(out[..SQUARES_PER_FRAME], want[..SQUARES_PER_FRAME]);
     }
 
     #[test]

@@ -30,6 +30,8 @@ pub use calibration::{
 pub use classify::{ClassifierConfig, SquareClassifier, VisionModelError, find_model};
 pub use geometry::{Homography, Point};
 pub use occlusion::OcclusionMap;
-pub use pockets::{PocketConfig, PocketCounts, PocketReader, ZoneCount};
+pub use pockets::{
+    PocketConfig, PocketCounts, PocketMethod, PocketReader, ZoneCount, count_pieces,
+};
 pub use reader::{FrameReader, FrameReading, ReadError, ReaderConfig};
 pub use rectify::{Rectifier, RectifyConfig};

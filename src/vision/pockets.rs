@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::classify::{VisionModelError, find_model, patches_to_nchw, shape_matches, softmax_into};
 use super::model::{ModelOptions, OnnxModel, Output};
-use super::rectify::Crops;
+use super::rectify::{Crops, PocketWindow};
 use crate::engine::BoardId;
-use crate::tracker::PocketReading;
+use crate::tracker::{PocketReading, SquareClass};
 
 /// Pocket zones per frame.
 pub const ZONES: usize = 4;
@@ -23,26 +23,120 @@ pub const ROLES: usize = 5;
 /// Count classes per role: 0..=8.
 pub const COUNTS: usize = 9;
 
+/// How the pockets are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PocketMethod {
+    /// Windows over each zone read by the square classifier, adapted to the table's set, and
+    /// the pieces found in them counted ([`count_pieces`]).
+    Pieces,
+    /// The counting network `models/pockets.onnx` on one patch per zone ([`PocketReader`]); it
+    /// does not adapt to the set.
+    Counts,
+}
+
 /// Pocket reader settings (TOML section `[pockets]`, every field has a default).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PocketConfig {
-    /// The pocket model; `None` searches `models/pockets.onnx`.
+    pub method: PocketMethod,
+    /// `pieces`: most distance between neighbouring window centres, in squares.
+    pub window_step: f64,
+    /// `pieces`: how sure a window must be of a piece (any droppable role, either colour) for
+    /// the piece to be counted.
+    pub piece_threshold: f32,
+    /// `pieces`: windows closer than this (squares) to a counted piece see that same piece.
+    pub separation: f64,
+
+    /// `counts`: the pocket model; `None` searches `models/pockets.onnx`.
     pub model: Option<PathBuf>,
-    /// ONNX Runtime intra-op threads.
+    /// `counts`: ONNX Runtime intra-op threads.
     pub threads: usize,
-    /// Let idle ONNX Runtime workers spin.
+    /// `counts`: let idle ONNX Runtime workers spin.
     pub spinning: bool,
 }
 
 impl Default for PocketConfig {
     fn default() -> Self {
         PocketConfig {
+            method: PocketMethod::Counts,
+            window_step: 0.5,
+            piece_threshold: 0.9,
+            separation: 0.75,
             model: None,
             threads: 2,
             spinning: false,
         }
     }
+}
+
+impl PocketConfig {
+    /// Checks the ranges (the window step is checked where the windows are cut).
+    pub fn validate(&self) -> Result<(), VisionModelError> {
+        if !(0.0..1.0).contains(&self.piece_threshold) {
+            return Err(VisionModelError::Config(
+                "pockets.piece_threshold must be in [0, 1)".into(),
+            ));
+        }
+        if !(0.0..=4.0).contains(&self.separation) {
+            return Err(VisionModelError::Config(
+                "pockets.separation must be 0..=4 squares".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Counts the pieces in each zone from the square classifier's reading of its windows
+/// (`probs[i]` for `windows[i]`). A window counts a piece when it is at least
+/// `piece_threshold` sure of one; windows are taken from the surest down, and one closer than
+/// `separation` to a piece already counted sees that piece again. The role is the window's
+/// most probable one with both colours pooled (a zone holds its owner's pieces; kings are never
+/// in hand). Confidence per role: the least sure decision among the zone's windows.
+pub fn count_pieces(
+    windows: &[PocketWindow],
+    probs: &[[f32; SquareClass::COUNT]],
+    config: &PocketConfig,
+) -> PocketCounts {
+    let mut zones = [ZoneCount {
+        counts: [0; ROLES],
+        confidence: [1.0; ROLES],
+    }; ZONES];
+    // (window, role probabilities, piece probability)
+    let mut seen: Vec<(&PocketWindow, [f32; ROLES], f32)> = windows
+        .iter()
+        .zip(probs)
+        .filter(|(w, _)| w.zone < ZONES)
+        .map(|(w, p)| {
+            let roles: [f32; ROLES] = std::array::from_fn(|r| p[1 + r] + p[7 + r]);
+            (w, roles, roles.iter().sum())
+        })
+        .collect();
+    seen.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let mut counted: Vec<&PocketWindow> = Vec::new();
+    for &(w, roles, piece) in &seen {
+        let z = &mut zones[w.zone];
+        let near = counted.iter().any(|q| {
+            let (c, d) = (w.centre, q.centre);
+            q.zone == w.zone && (c[0] - d[0]).hypot(c[1] - d[1]) < config.separation
+        });
+        if near {
+            continue;
+        }
+        if piece >= config.piece_threshold {
+            let best = (0..ROLES)
+                .max_by(|&a, &b| roles[a].total_cmp(&roles[b]))
+                .unwrap_or(0);
+            z.counts[best] = z.counts[best].saturating_add(1);
+            z.confidence[best] = z.confidence[best].min(roles[best]);
+            counted.push(w);
+        } else {
+            for (conf, p) in z.confidence.iter_mut().zip(roles) {
+                *conf = conf.min(1.0 - p);
+            }
+        }
+    }
+    PocketCounts { zones }
 }
 
 /// What one zone holds: a count per role and the probability of that count.
@@ -220,6 +314,7 @@ mod tests {
             patch_w: 48,
             patch_h: 64,
             squares: Vec::new(),
+            windows: 0,
             pocket_w: 96,
             pocket_h: 128,
             pockets: colours
@@ -256,6 +351,91 @@ mod tests {
         assert_eq!(b.count(Color::White, Role::Bishop), 8);
         assert_eq!(b.count(Color::White, Role::Pawn), 0);
         assert_eq!(b.count(Color::Black, Role::Queen), 8);
+    }
+
+    /// A probability vector: `p` on `class`, the rest on empty.
+    fn sure(class: SquareClass, p: f32) -> [f32; SquareClass::COUNT] {
+        let mut v = [0.0; SquareClass::COUNT];
+        v[SquareClass::Empty.index()] = 1.0 - p;
+        v[class.index()] += p;
+        v
+    }
+
+    fn window(zone: usize, f: f64, r: f64) -> PocketWindow {
+        PocketWindow {
+            zone,
+            centre: [f, r],
+        }
+    }
+
+    #[test]
+    fn overlapping_windows_count_one_piece_and_separate_ones_two() {
+        let config = PocketConfig {
+            method: PocketMethod::Pieces,
+            ..PocketConfig::default()
+        };
+        let windows = [
+            window(0, -1.3, 0.0),
+            window(0, -1.3, 0.5), // half a square from the first: the same piece
+            window(0, -2.6, 0.0), // another piece
+            window(0, -2.6, 1.0), // empty
+            window(3, -1.3, 7.0), // a black knight in B Black's zone
+            window(1, -1.3, 7.0), // not sure enough of anything
+        ];
+        let probs = [
+            sure(SquareClass::WhitePawn, 0.99),
+            sure(SquareClass::WhiteBishop, 0.95),
+            sure(SquareClass::BlackPawn, 0.97),
+            sure(SquareClass::WhiteQueen, 0.05),
+            sure(SquareClass::BlackKnight, 0.98),
+            sure(SquareClass::BlackRook, 0.6),
+        ];
+        let counts = count_pieces(&windows, &probs, &config);
+        // Colours pool: the black pawn read in White's zone counts as one of his pawns.
+        assert_eq!(counts.zones[0].counts, [2, 0, 0, 0, 0]);
+        assert_eq!(counts.zones[1].counts, [0; 5]);
+        assert_eq!(counts.zones[2].counts, [0; 5]);
+        assert_eq!(counts.zones[3].counts, [0, 1, 0, 0, 0]);
+        assert!(
+            counts.zones[1].confidence[3] < 0.5,
+            "the unsure rook window"
+        );
+        // Without the separation both windows over the first pawn count.
+        let apart = PocketConfig {
+            separation: 0.4,
+            ..config.clone()
+        };
+        assert_eq!(
+            count_pieces(&windows, &probs, &apart).zones[0].counts,
+            [2, 0, 1, 0, 0]
+        );
+        // A king is never in hand: a window sure of one counts nothing.
+        let kings = count_pieces(
+            &windows[..1],
+            &[sure(SquareClass::WhiteKing, 0.99)],
+            &config,
+        );
+        assert_eq!(kings.zones[0].counts, [0; 5]);
+    }
+
+    #[test]
+    fn pocket_settings_out_of_range_are_refused() {
+        for bad in [
+            PocketConfig {
+                piece_threshold: 1.0,
+                ..PocketConfig::default()
+            },
+            PocketConfig {
+                separation: -0.1,
+                ..PocketConfig::default()
+            },
+        ] {
+            assert!(matches!(bad.validate(), Err(VisionModelError::Config(_))));
+        }
+        assert!(PocketConfig::default().validate().is_ok());
+        let toml: PocketConfig = toml::from_str("method = \"pieces\"").unwrap();
+        assert_eq!(toml.method, PocketMethod::Pieces);
+        assert!(toml::from_str::<PocketConfig>("method = \"guess\"").is_err());
     }
 
     #[test]

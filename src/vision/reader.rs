@@ -13,7 +13,7 @@ use super::calibration::{Calibration, CalibrationError};
 use super::classify::{
     ClassifierConfig, SQUARES_PER_FRAME, SquareClassifier, VisionModelError, start_labels,
 };
-use super::pockets::{PocketConfig, PocketCounts, PocketReader};
+use super::pockets::{PocketConfig, PocketCounts, PocketMethod, PocketReader, count_pieces};
 use super::rectify::{Crops, Rectifier, RectifyConfig};
 use crate::engine::BoardId;
 use crate::tracker::{Observation, ObservationError, SquareClass};
@@ -103,8 +103,17 @@ impl FrameReading {
 pub struct FrameReader {
     rectifier: Rectifier,
     classifier: SquareClassifier,
-    pockets: Option<PocketReader>,
+    pockets: PocketSource,
     reading: FrameReading,
+}
+
+/// Where a frame's pocket counts come from.
+enum PocketSource {
+    None,
+    /// The square classifier's reading of the pocket windows.
+    Pieces(PocketConfig),
+    /// The counting network.
+    Counts(PocketReader),
 }
 
 impl FrameReader {
@@ -122,17 +131,28 @@ impl FrameReader {
         if (c.patch_w, c.patch_h) != classifier.patch_size() {
             return Err(size_error((c.patch_w, c.patch_h), classifier.patch_size()).into());
         }
-        let pockets = if config.without_pockets {
-            None
-        } else {
-            let p = PocketReader::load(&config.pockets)?;
-            if (c.pocket_w, c.pocket_h) != p.patch_size() {
-                return Err(size_error((c.pocket_w, c.pocket_h), p.patch_size()).into());
+        config.pockets.validate()?;
+        let mut rectifier = Rectifier::new(cal, c)?;
+        let pockets = match (config.without_pockets, config.pockets.method) {
+            (true, _) => PocketSource::None,
+            (false, PocketMethod::Pieces) => {
+                rectifier.add_pocket_windows(cal, config.pockets.window_step)?;
+                PocketSource::Pieces(config.pockets.clone())
             }
-            Some(p)
+            (false, PocketMethod::Counts) => {
+                let p = PocketReader::load(&config.pockets)?;
+                if (c.pocket_w, c.pocket_h) != p.patch_size() {
+                    return Err(size_error((c.pocket_w, c.pocket_h), p.patch_size()).into());
+                }
+                PocketSource::Counts(p)
+            }
         };
-        let rectifier = Rectifier::new(cal, c)?;
-        Ok(FrameReader::from_parts(rectifier, classifier, pockets))
+        Ok(FrameReader {
+            rectifier,
+            classifier,
+            pockets,
+            reading: FrameReading::empty(),
+        })
     }
 
     /// Assembles a reader from loaded parts (patch sizes that the models do not take show up as
@@ -145,7 +165,7 @@ impl FrameReader {
         FrameReader {
             rectifier,
             classifier,
-            pockets,
+            pockets: pockets.map_or(PocketSource::None, PocketSource::Counts),
             reading: FrameReading::empty(),
         }
     }
@@ -156,9 +176,15 @@ impl FrameReader {
         self.rectifier.rectify_into(frame, &mut r.crops)?;
         self.classifier.classify(&r.crops, &mut r.squares)?;
         r.pockets = match &mut self.pockets {
-            Some(p) => Some(p.read(&r.crops)?),
-            None => None,
+            PocketSource::Counts(p) => Some(p.read(&r.crops)?),
+            PocketSource::Pieces(config) => Some(count_pieces(
+                self.rectifier.pocket_windows(),
+                r.squares.get(SQUARES_PER_FRAME..).unwrap_or(&[]),
+                config,
+            )),
+            PocketSource::None => None,
         };
+        r.squares.truncate(SQUARES_PER_FRAME);
         Ok(&self.reading)
     }
 
@@ -173,6 +199,8 @@ impl FrameReader {
         let labels = start_labels();
         self.confirm_last(BoardId::A, &labels)?;
         self.confirm_last(BoardId::B, &labels)?;
+        self.remember_empty_pockets(BoardId::A, [true; 2]);
+        self.remember_empty_pockets(BoardId::B, [true; 2]);
         self.classifier.refit_if_configured();
         Ok(())
     }
@@ -199,6 +227,20 @@ impl FrameReader {
             .collect();
         self.classifier.confirm_last(&picks)?;
         Ok(())
+    }
+
+    /// Tells the pocket reader that the pockets of `board` marked in `empty` (White's, Black's)
+    /// were empty in the last frame read (as at the start of a game): each of their windows
+    /// keeps its empty look.
+    pub fn remember_empty_pockets(&mut self, board: BoardId, empty: [bool; 2]) {
+        if !matches!(self.pockets, PocketSource::Pieces(_)) {
+            return;
+        }
+        let windows: Vec<usize> = (self.rectifier.pocket_windows().iter().enumerate())
+            .filter(|(_, w)| w.zone / 2 == board.index() && empty[w.zone % 2])
+            .map(|(i, _)| i)
+            .collect();
+        self.classifier.remember_empty_windows(&windows);
     }
 
     pub fn classifier(&self) -> &SquareClassifier {

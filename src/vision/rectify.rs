@@ -65,6 +65,21 @@ pub struct Rectifier {
     pocket_wide: Vec<Tap>,
     /// Source quads of the square patches (TL, TR, BR, BL), for overlays and tests.
     square_quads: Vec<[Point; 4]>,
+    /// Windows over the pocket zones whose taps follow the squares' in `squares` (see
+    /// [`Rectifier::add_pocket_windows`]).
+    windows: Vec<PocketWindow>,
+}
+
+/// A board-square-sized window over a pocket zone. The square classifier reads it like a
+/// square, so the pieces in a pocket are recognised by the same classifier, adapted to the same
+/// set, as the pieces on the board.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PocketWindow {
+    /// Zone 0..4: A White, A Black, B White, B Black.
+    pub zone: usize,
+    /// Centre on the table in its board's square units (file, rank; a1's outer corner is the
+    /// origin), so distances between windows are in squares.
+    pub centre: Point,
 }
 
 /// The patches of one frame: RGB bytes, patch after patch.
@@ -72,8 +87,11 @@ pub struct Rectifier {
 pub struct Crops {
     pub patch_w: u32,
     pub patch_h: u32,
-    /// 128 patches: board A's 64 squares (index `rank * 8 + file`), then board B's.
+    /// 128 patches: board A's 64 squares (index `rank * 8 + file`), then board B's; then
+    /// `windows` pocket-window patches of the same size ([`Rectifier::pocket_windows`]).
     pub squares: Vec<u8>,
+    /// How many pocket-window patches follow the 128 squares.
+    pub windows: usize,
     pub pocket_w: u32,
     pub pocket_h: u32,
     /// 4 patches: A White, A Black, B White, B Black.
@@ -95,6 +113,7 @@ impl Crops {
             patch_w: 0,
             patch_h: 0,
             squares: Vec::new(),
+            windows: 0,
             pocket_w: 0,
             pocket_h: 0,
             pockets: Vec::new(),
@@ -204,6 +223,20 @@ fn upright(q: &[Point; 4]) -> [Point; 4] {
     } else {
         [p2, p3, p0, p1]
     }
+}
+
+/// Centres of one-square windows along `(lo, hi)`: evenly spaced, at most `step` apart, the
+/// outer ones half a square inside the ends (one in the middle when the span is a square or
+/// less).
+fn window_centres((lo, hi): (f64, f64), step: f64) -> Vec<f64> {
+    let span = hi - lo - 1.0;
+    if span <= 1e-9 {
+        return vec![(lo + hi) / 2.0];
+    }
+    let n = (span / step - 1e-9).ceil().max(1.0) as usize;
+    (0..=n)
+        .map(|i| lo + 0.5 + span * i as f64 / n as f64)
+        .collect()
 }
 
 fn lifted(q: [Point; 4], lift: f64) -> [Point; 4] {
@@ -323,12 +356,86 @@ impl Rectifier {
             pockets,
             pocket_wide,
             square_quads,
+            windows: Vec::new(),
         })
     }
 
     /// Source quad (TL, TR, BR, BL in pixels) of square patch `k` (board A 0..64, B 64..128).
     pub fn square_quad(&self, k: usize) -> Option<[Point; 4]> {
         self.square_quads.get(k).copied()
+    }
+
+    /// Tiles every pocket zone of `cal` (the calibration this rectifier was built from) with
+    /// windows one square wide, centres at most `step` squares apart and at least half a
+    /// square inside the zone; from now on they are cut after the squares (see
+    /// [`Crops::windows`]). Replaces earlier windows; returns how many there are.
+    pub fn add_pocket_windows(
+        &mut self,
+        cal: &Calibration,
+        step: f64,
+    ) -> Result<usize, CalibrationError> {
+        if !(0.05..=4.0).contains(&step) {
+            return Err(CalibrationError::Invalid(format!(
+                "rectify: pocket window step must be 0.05..=4 squares, not {step}"
+            )));
+        }
+        let config = &self.config;
+        let squares = self.square_quads.len() * (config.patch_w * config.patch_h) as usize;
+        self.squares.truncate(squares);
+        self.windows.clear();
+        let (w, h) = (self.width, self.height);
+        let mut taps_out = Vec::new();
+        for (b, board) in cal.boards.iter().enumerate() {
+            let hb = &board.homography;
+            let back = hb.inverse().ok_or_else(|| {
+                CalibrationError::Invalid(format!("board {}: singular homography", board.label))
+            })?;
+            for (side, pq) in board.pockets.iter().enumerate() {
+                let on_table = pq.map(|p| back.map(p));
+                let range = |axis: usize| {
+                    let v = on_table.map(|p| p[axis]);
+                    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    (lo, hi)
+                };
+                let (files, ranks) = (range(0), range(1));
+                if ![files.0, files.1, ranks.0, ranks.1]
+                    .iter()
+                    .all(|v| v.is_finite())
+                {
+                    return Err(CalibrationError::Invalid(format!(
+                        "board {}: pocket zone does not map onto the table",
+                        board.label
+                    )));
+                }
+                for r in window_centres(ranks, step) {
+                    for f in window_centres(files, step) {
+                        let q = [
+                            [f - 0.5, r - 0.5],
+                            [f + 0.5, r - 0.5],
+                            [f + 0.5, r + 0.5],
+                            [f - 0.5, r + 0.5],
+                        ]
+                        .map(|p| hb.map(p));
+                        let up = upright(&q);
+                        let width = (up[2][0] - up[3][0]).hypot(up[2][1] - up[3][1]);
+                        let quad = lifted(up, config.piece_height * width);
+                        taps_out.extend(taps(&quad, config.patch_w, config.patch_h, w, h)?);
+                        self.windows.push(PocketWindow {
+                            zone: 2 * b + side,
+                            centre: [f, r],
+                        });
+                    }
+                }
+            }
+        }
+        self.squares.extend(taps_out);
+        Ok(self.windows.len())
+    }
+
+    /// The pocket windows in the order their patches follow the squares.
+    pub fn pocket_windows(&self) -> &[PocketWindow] {
+        &self.windows
     }
 
     /// Cuts all square and pocket patches of `frame` into `crops` (reusing its buffers).
@@ -351,6 +458,7 @@ impl Rectifier {
         crops.pocket_w = c.pocket_w;
         crops.pocket_h = c.pocket_h;
         crops.squares.resize(self.squares.len() * 3, 0);
+        crops.windows = self.windows.len();
         crops.pockets.resize(self.pockets.len() * 3, 0);
         let src = frame.as_raw();
         let stride = self.width as usize * 3;
@@ -461,6 +569,78 @@ mod tests {
         assert!(look[..63].iter().all(|m| *m == [0, 30, 0]));
         assert_eq!(crops.pocket_look(1).unwrap(), [[0, 0, 0]; 64]);
         assert!(crops.pocket_look(4).is_none(), "there are four zones");
+    }
+
+    #[test]
+    fn window_centres_span_the_zone_at_most_a_step_apart() {
+        let c = window_centres((0.0, 3.6), 0.5);
+        assert_eq!(c.len(), 7);
+        assert!((c[0] - 0.5).abs() < 1e-9 && (c[6] - 3.1).abs() < 1e-9);
+        assert!(c.windows(2).all(|w| w[1] - w[0] <= 0.5 + 1e-9));
+        assert_eq!(window_centres((1.0, 1.8), 0.5), vec![1.4]);
+    }
+
+    #[test]
+    fn pocket_windows_tile_every_zone_and_are_cut_after_the_squares() {
+        let cal = side_by_side();
+        let plain = Rectifier::new(&cal, &RectifyConfig::default()).unwrap();
+        let mut r = plain.clone();
+        assert!(r.add_pocket_windows(&cal, 0.0).is_err());
+        // Default zones are 2.36 × 3.64 squares: 4 × 7 windows each.
+        assert_eq!(r.add_pocket_windows(&cal, 0.5).unwrap(), 4 * 28);
+        for zone in 0..4 {
+            let board = &cal.boards[zone / 2];
+            let back = board.homography.inverse().unwrap();
+            let quad = board.pockets[zone % 2].map(|p| back.map(p));
+            let (f0, f1) = (quad.map(|p| p[0]), quad.map(|p| p[1]));
+            let lo = |v: [f64; 4]| v.iter().copied().fold(f64::MAX, f64::min);
+            let hi = |v: [f64; 4]| v.iter().copied().fold(f64::MIN, f64::max);
+            let mine: Vec<_> = r
+                .pocket_windows()
+                .iter()
+                .filter(|w| w.zone == zone)
+                .collect();
+            assert_eq!(mine.len(), 28);
+            for w in mine {
+                let [f, rank] = w.centre;
+                assert!(
+                    f >= lo(f0) + 0.5 - 1e-6 && f <= hi(f0) - 0.5 + 1e-6,
+                    "{w:?}"
+                );
+                assert!(
+                    rank >= lo(f1) + 0.5 - 1e-6 && rank <= hi(f1) - 0.5 + 1e-6,
+                    "{w:?}"
+                );
+            }
+        }
+        // Again: replaced, not added.
+        assert_eq!(r.add_pocket_windows(&cal, 0.5).unwrap(), 112);
+        // A blob at one of board B's window centres shows at the bottom middle of its patch
+        // (the square at the bottom, the space above it over the rest); squares are unchanged.
+        let (k, c) = r
+            .pocket_windows()
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.zone == 2)
+            .map(|(k, w)| (k, cal.boards[1].homography.map(w.centre)))
+            .find(|(_, c)| (10.0..390.0).contains(&c[0]) && (60.0..190.0).contains(&c[1]))
+            .unwrap();
+        let mut frame = RgbImage::from_pixel(400, 200, image::Rgb([20, 20, 20]));
+        for y in (c[1] as u32 - 3)..=(c[1] as u32 + 3) {
+            for x in (c[0] as u32 - 3)..=(c[0] as u32 + 3) {
+                frame.put_pixel(x, y, image::Rgb([250, 0, 0]));
+            }
+        }
+        let crops = r.rectify(&frame).unwrap();
+        let base = plain.rectify(&frame).unwrap();
+        assert_eq!(crops.windows, 112);
+        let pb = 48 * 64 * 3;
+        assert_eq!(crops.squares.len(), (128 + 112) * pb);
+        assert_eq!(crops.squares[..128 * pb], base.squares[..]);
+        let patch = &crops.squares[(128 + k) * pb..(129 + k) * pb];
+        let at = |x: usize, y: usize| &patch[(y * 48 + x) * 3..(y * 48 + x) * 3 + 3];
+        assert_eq!(at(24, 50), [250, 0, 0]);
+        assert_eq!(at(24, 5), [20, 20, 20]);
     }
 
     /// Two top-down boards in a 400×200 frame: A at x 20..180, B at x 220..380, y 20..180.

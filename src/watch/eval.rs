@@ -15,15 +15,15 @@ use std::time::Instant;
 use image::RgbImage;
 use serde::Serialize;
 
-use crate::engine::BoardId;
+use crate::engine::{BoardId, Position};
 use crate::rules::{DesyncState, Event, EventBody, RuleSet};
-use crate::tracker::Decision;
 use crate::tracker::eval::lcs;
+use crate::tracker::{Decision, PocketReading};
 use crate::vision::{Calibration, CalibrationConfig, Point};
 
 use super::frames::{ClockFeed, ClockPress, FrameFile};
-use super::simgame::{SimGameDir, board_of};
-use super::{FrameStats, TableReader, WatchConfig, WatchError, Watcher, new_tracker};
+use super::simgame::{SimGameDir, board_of, pocket_counts};
+use super::{FrameStats, TableReader, TableReading, WatchConfig, WatchError, Watcher, new_tracker};
 
 /// Loads and decodes one frame.
 pub fn load_frame(path: &Path) -> Result<RgbImage, WatchError> {
@@ -228,6 +228,8 @@ pub struct GameEval {
     pub move_accuracy: f64,
     pub game_all_right: bool,
     pub incidents: Vec<IncidentScore>,
+    /// The reader's pocket counts against the truth (frames without a hand over the board).
+    pub pockets: PocketScore,
     pub desyncs: usize,
     pub false_alerts: usize,
     /// Move events: wall time of the call that returned them.
@@ -246,6 +248,115 @@ pub struct GameEval {
     /// Every tracker decision, with [`GameEvalOptions::trace`] (not in the JSON report).
     #[serde(skip)]
     pub decisions: Vec<Decision>,
+}
+
+/// How the reader's pocket counts compared with the truth, over the pocket zones of every frame
+/// read whose board had no hand over it (a zone is one player's pocket in one frame).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PocketScore {
+    pub zones: usize,
+    /// Zones whose five counts were all right.
+    pub exact: usize,
+    pub exact_fraction: Option<f64>,
+    /// Zones that held at least one piece, and how many of those were read exactly.
+    pub occupied: usize,
+    pub occupied_exact: usize,
+    /// Pieces the reader missed and pieces it saw that were not there, summed over zones.
+    pub missed: usize,
+    pub extra: usize,
+    /// The same over the zones whose every piece the camera could see (only recordings that
+    /// say which pieces were hidden count here).
+    pub seen: usize,
+    pub seen_exact: usize,
+    pub seen_occupied: usize,
+    pub seen_occupied_exact: usize,
+    /// Per zone (A White, A Black, B White, B Black): zones, exact, occupied, occupied exact,
+    /// seen occupied, seen occupied exact.
+    pub by_zone: [[usize; 6]; 4],
+}
+
+impl PocketScore {
+    /// Scores one zone's reading; `hidden`: how many of its pieces the camera could not see,
+    /// when the recording says.
+    fn add(&mut self, zone: usize, read: &[u8; 5], truth: &[u8; 5], hidden: Option<usize>) {
+        let exact = read == truth;
+        let occupied = truth.iter().any(|&n| n > 0);
+        let seen = hidden == Some(0);
+        self.zones += 1;
+        self.exact += exact as usize;
+        self.occupied += occupied as usize;
+        self.occupied_exact += (occupied && exact) as usize;
+        self.seen += seen as usize;
+        self.seen_exact += (seen && exact) as usize;
+        self.seen_occupied += (seen && occupied) as usize;
+        self.seen_occupied_exact += (seen && occupied && exact) as usize;
+        if let Some(z) = self.by_zone.get_mut(zone) {
+            z[0] += 1;
+            z[1] += exact as usize;
+            z[2] += occupied as usize;
+            z[3] += (exact && occupied) as usize;
+            z[4] += (seen && occupied) as usize;
+            z[5] += (seen && exact && occupied) as usize;
+        }
+        for (&r, &t) in read.iter().zip(truth) {
+            self.missed += t.saturating_sub(r) as usize;
+            self.extra += r.saturating_sub(t) as usize;
+        }
+        self.exact_fraction = Some(self.exact as f64 / self.zones as f64);
+    }
+}
+
+/// One board's two true pockets and how many of their pieces were hidden (if the recording says).
+type TruePockets = (PocketReading, Option<[usize; 2]>);
+
+/// A reader that scores its inner reader's pocket counts against the game's truth as it goes.
+struct PocketScoring {
+    inner: Box<dyn TableReader>,
+    /// Per frame time: each board's true pockets, or None while a hand is over the board.
+    truth: std::collections::HashMap<u64, [Option<TruePockets>; 2]>,
+    score: std::sync::Arc<std::sync::Mutex<PocketScore>>,
+}
+
+impl TableReader for PocketScoring {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn read(&mut self, frame: &RgbImage, ts: u64) -> Result<TableReading, WatchError> {
+        let reading = self.inner.read(frame, ts)?;
+        if let (Some(read), Some(truth), Ok(mut score)) = (
+            reading.pockets.as_ref(),
+            self.truth.get(&ts),
+            self.score.lock(),
+        ) {
+            for (b, (r, t)) in read.iter().zip(truth).enumerate() {
+                if let Some((t, hidden)) = t {
+                    for c in 0..2 {
+                        score.add(2 * b + c, &r.counts[c], &t.counts[c], hidden.map(|h| h[c]));
+                    }
+                }
+            }
+        }
+        Ok(reading)
+    }
+
+    fn adapt(
+        &mut self,
+        frame: &RgbImage,
+        board: BoardId,
+        start: &Position,
+    ) -> Result<bool, WatchError> {
+        self.inner.adapt(frame, board, start)
+    }
+
+    fn confirm(
+        &mut self,
+        frame: &RgbImage,
+        board: BoardId,
+        position: &Position,
+    ) -> Result<(), WatchError> {
+        self.inner.confirm(frame, board, position)
+    }
 }
 
 /// The event type that detects an injected incident kind (None: not an alert incident).
@@ -282,7 +393,24 @@ pub fn eval_game(
     let first = load_frame(&first_frame.path)?;
     let (cal, cal_used) = calibrate_sim(game, &first)?;
     drop(first);
-    let reader = make_reader(game, &cal)?;
+    let pocket_score = std::sync::Arc::new(std::sync::Mutex::new(PocketScore::default()));
+    let reader: Box<dyn TableReader> = Box::new(PocketScoring {
+        inner: make_reader(game, &cal)?,
+        truth: game
+            .truth
+            .iter()
+            .map(|t| {
+                let board = |b: usize| {
+                    (!t.hands[b]).then(|| {
+                        let counts = pocket_counts(&t.pockets[b][0], &t.pockets[b][1]);
+                        (counts, t.pockets_hidden.map(|h| h[b]))
+                    })
+                };
+                (t.ts_ms, [board(0), board(1)])
+            })
+            .collect(),
+        score: pocket_score.clone(),
+    });
     let mut tracker = new_tracker("sim", opts.rules.clone(), &opts.watch)?;
     tracker.record_decisions(opts.trace);
     let mut watcher = Watcher::new(&cal, reader, tracker, &opts.watch)?;
@@ -411,6 +539,7 @@ pub fn eval_game(
         move_accuracy: right as f64 / moves_truth.max(moves_committed).max(1) as f64,
         game_all_right: all_right,
         incidents: scores,
+        pockets: pocket_score.lock().map(|s| s.clone()).unwrap_or_default(),
         desyncs,
         false_alerts,
         latency_ms: Latency::of(latencies),
@@ -555,6 +684,27 @@ pub fn eval_motion(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pocket_readings_are_scored_exactly_and_only_visible_zones_count_as_seen() {
+        let mut s = PocketScore::default();
+        s.add(0, &[1, 0, 0, 0, 0], &[1, 0, 0, 0, 0], Some(0)); // seen, right
+        s.add(1, &[0, 0, 0, 0, 0], &[2, 1, 0, 0, 0], Some(1)); // a piece hidden: not seen
+        s.add(1, &[0, 0, 1, 0, 0], &[0; 5], None); // old recording: not seen
+        s.add(3, &[0, 0, 0, 0, 0], &[0, 0, 0, 0, 1], Some(0)); // seen, missed the queen
+        assert_eq!(
+            (s.zones, s.exact, s.occupied, s.occupied_exact),
+            (4, 1, 3, 1)
+        );
+        assert_eq!((s.missed, s.extra), (4, 1));
+        assert_eq!(
+            (s.seen, s.seen_exact, s.seen_occupied, s.seen_occupied_exact),
+            (2, 1, 2, 1)
+        );
+        assert_eq!(s.by_zone[1], [2, 0, 1, 0, 0, 0]);
+        assert_eq!(s.by_zone[3], [1, 0, 1, 0, 1, 0]);
+        assert_eq!(s.exact_fraction, Some(0.25));
+    }
 
     #[test]
     fn pocket_incidents_match_alerts_on_either_board_illegal_moves_only_on_theirs() {

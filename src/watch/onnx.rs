@@ -2,7 +2,7 @@
 
 use image::RgbImage;
 
-use crate::engine::{BoardId, Position, Square};
+use crate::engine::{BoardId, Color, Position, Square};
 use crate::tracker::SquareClass;
 use crate::vision::{Calibration, FrameReader, ReaderConfig};
 
@@ -93,6 +93,21 @@ impl TableReader for OnnxReader {
                 })
             }),
         })
+    }
+
+    fn adapt(
+        &mut self,
+        frame: &RgbImage,
+        board: BoardId,
+        start: &Position,
+    ) -> Result<bool, WatchError> {
+        self.confirm(frame, board, start)?;
+        // A board in its start position has empty pockets. (Remembering a zone again whenever a
+        // committed position says it is empty was tried and read fewer occupied zones right;
+        // `docs/classifier.md`.)
+        let empty = [Color::White, Color::Black].map(|c| start.pocket(c).is_empty());
+        self.inner.remember_empty_pockets(board, empty);
+        Ok(false)
     }
 
     fn confirm(

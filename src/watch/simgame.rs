@@ -53,6 +53,9 @@ pub struct TruthLine {
     pub occluded: [Vec<String>; 2],
     pub corners: [[[f64; 2]; 4]; 2],
     pub hands: [bool; 2],
+    /// Per board: pieces of White's and Black's pocket the camera cannot see (newer recordings).
+    #[serde(default)]
+    pub pockets_hidden: Option<[[usize; 2]; 2]>,
 }
 
 /// A simulated game directory, loaded.
@@ -237,7 +240,7 @@ fn square_index(name: &str) -> Option<usize> {
 }
 
 /// Pocket counts from FEN letters (`"PPn"`): White's letters count for White, etc.
-fn pocket_counts(white: &str, black: &str) -> PocketReading {
+pub fn pocket_counts(white: &str, black: &str) -> PocketReading {
     let mut r = PocketReading::default();
     for (c, text) in [(Color::White, white), (Color::Black, black)] {
         for ch in text.chars() {

@@ -71,6 +71,10 @@ pub struct FrameTruth {
     pub pockets: [[String; 2]; 2],
     /// Per board: names of squares hidden from the camera.
     pub occluded: [Vec<String>; 2],
+    /// Per board: how many pieces of White's and of Black's pocket the camera cannot see
+    /// (absent in recordings made before it was written).
+    #[serde(default)]
+    pub pockets_hidden: Option<[[usize; 2]; 2]>,
     /// Per board: playing-area corners a1, h1, h8, a8 in pixels.
     pub corners: [[Pixel; 4]; 2],
     /// Per board: a hand is over that board's half of the table.
@@ -427,6 +431,9 @@ impl<'a> GameRenderer<'a> {
                 })
             }),
             occluded: std::array::from_fn(|b| truth.boards[b].occluded.clone()),
+            pockets_hidden: Some(std::array::from_fn(|b| {
+                std::array::from_fn(|s| truth.boards[b].pockets[s].hidden)
+            })),
             corners: std::array::from_fn(|b| truth.boards[b].corners),
             hands,
             in_hand,
