@@ -1336,8 +1336,10 @@ pub fn taken_back_move(
         .collect();
     let mut best: Option<(Move, f32)> = None;
     for (mv, from, to, class) in hand_moves(pos) {
-        // Like any illegal move, only believed when it explains the whole view.
-        if off.iter().any(|&sq| sq != from && sq != to)
+        // Like any illegal move, only believed when it explains the view, here but for
+        // `taken_back_misfit_squares` squares elsewhere.
+        let elsewhere = off.iter().filter(|&&sq| sq != from && sq != to).count();
+        if elsewhere > cfg.taken_back_misfit_squares as usize
             || disagrees(from, SquareClass::Empty)
             || disagrees(to, class)
             || pos.classify(mv, variant).is_ok()

@@ -444,6 +444,10 @@ pub struct TrackerConfig {
     /// where one stands until claimed, the referee would keep a move the board no longer
     /// shows. 0 switches it off.
     pub taken_back_nats: f32,
+    /// How many squares besides the taken-back move's own may disagree with its press view
+    /// (by more than [`TrackerConfig::disagree_nats`]): a square misread elsewhere on the
+    /// board then does not hide the move.
+    pub taken_back_misfit_squares: u32,
 }
 
 impl Default for TrackerConfig {
@@ -485,6 +489,7 @@ impl Default for TrackerConfig {
             rewind_nats: 8.0,
             rewind_moves: 3,
             taken_back_nats: 4.0,
+            taken_back_misfit_squares: 1,
         }
     }
 }
@@ -558,6 +563,9 @@ impl TrackerConfig {
         }
         if !(self.taken_back_nats.is_finite() && self.taken_back_nats >= 0.0) {
             return bad("taken_back_nats must be a non-negative number (0 = off)");
+        }
+        if self.taken_back_misfit_squares > 64 {
+            return bad("taken_back_misfit_squares must be 0..=64");
         }
         if self.rewind_moves > decode::MAX_SEQUENCE as u32 {
             return bad("rewind_moves must be in 0..=12");

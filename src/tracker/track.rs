@@ -1815,6 +1815,15 @@ mod tests {
     /// renders' injected illegal move). `sides`: the presses say who pressed. Returns the
     /// events.
     fn king_step_taken_back(cfg: TrackerConfig, sides: bool) -> Vec<Event> {
+        king_step_taken_back_misread(cfg, sides, None)
+    }
+
+    /// The same, with `misread` read as a black rook in the view after the first press.
+    fn king_step_taken_back_misread(
+        cfg: TrackerConfig,
+        sides: bool,
+        misread: Option<Square>,
+    ) -> Vec<Event> {
         let a = BoardId::A;
         let fen = "4k3/8/8/8/8/8/r7/4K3 w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
         let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), cfg).unwrap();
@@ -1824,7 +1833,14 @@ mod tests {
         let mut ev = feed(&mut t, a, &start, 3, 0.0, &mut ts);
         ev.extend(feed(&mut t, a, &start, 3, 1.0, &mut ts));
         ev.extend(t.press_by(a, ts, white));
-        ev.extend(feed(&mut t, a, &play(&start, &["e1d2"]), 1, 0.0, &mut ts));
+        let mut view = Observation::exact(a, ts, &play(&start, &["e1d2"]), 0.0);
+        if let Some(sq) = misread {
+            let mut rook = [0.0; SquareClass::COUNT];
+            rook[SquareClass::BlackRook.index()] = 1.0;
+            view.set_square(sq, rook).unwrap();
+        }
+        ev.extend(t.observe(&view));
+        ts += 100;
         ev.extend(feed(&mut t, a, &start, 3, 1.0, &mut ts));
         ev.extend(t.press_by(a, ts, white));
         ev.extend(feed(&mut t, a, &play(&start, &["e1f1"]), 4, 0.0, &mut ts));
@@ -1846,6 +1862,26 @@ mod tests {
             ..windowed_cfg()
         };
         let ev = king_step_taken_back(off, true);
+        assert_eq!(moves(&ev), ["e1f1"], "{ev:?}");
+        assert!(
+            !ev.iter()
+                .any(|e| matches!(&e.body, EventBody::IllegalMove { .. })),
+            "{ev:?}"
+        );
+        // A square misread elsewhere in the press's view still lets the move show; with no
+        // misfit allowed it hides it.
+        let h8: Square = "h8".parse().unwrap();
+        let ev = king_step_taken_back_misread(windowed_cfg(), true, Some(h8));
+        assert!(
+            ev.iter()
+                .any(|e| matches!(&e.body, EventBody::IllegalMove { uci, .. } if uci == "e1d2")),
+            "{ev:?}"
+        );
+        let strict = TrackerConfig {
+            taken_back_misfit_squares: 0,
+            ..windowed_cfg()
+        };
+        let ev = king_step_taken_back_misread(strict, true, Some(h8));
         assert_eq!(moves(&ev), ["e1f1"], "{ev:?}");
         assert!(
             !ev.iter()
