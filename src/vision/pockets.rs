@@ -5,6 +5,10 @@
 //! 0..=8; the reading is the argmax per role with its softmax probability as confidence. Zones are
 //! A White, A Black, B White, B Black (the order of [`Crops::pockets`]); the pieces in a zone are
 //! its owner's colour, so zone `2 * board + colour` fills `PocketReading::counts[colour]`.
+//!
+//! The alternative, [`PocketMethod::Pieces`], reads square-sized windows over each zone with the
+//! square classifier (which adapts to the table's set) and counts the pieces they show
+//! ([`count_pieces`]); measured against the network in `docs/classifier.md`, not the default.
 
 use std::path::{Path, PathBuf};
 
@@ -47,7 +51,6 @@ pub struct PocketConfig {
     pub piece_threshold: f32,
     /// `pieces`: windows closer than this (squares) to a counted piece see that same piece.
     pub separation: f64,
-
     /// `counts`: the pocket model; `None` searches `models/pockets.onnx`.
     pub model: Option<PathBuf>,
     /// `counts`: ONNX Runtime intra-op threads.

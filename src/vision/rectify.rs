@@ -380,11 +380,10 @@ impl Rectifier {
             )));
         }
         let config = &self.config;
-        let squares = self.square_quads.len() * (config.patch_w * config.patch_h) as usize;
-        self.squares.truncate(squares);
-        self.windows.clear();
         let (w, h) = (self.width, self.height);
+        // Built aside, so that an error leaves the rectifier as it was.
         let mut taps_out = Vec::new();
+        let mut windows = Vec::new();
         for (b, board) in cal.boards.iter().enumerate() {
             let hb = &board.homography;
             let back = hb.inverse().ok_or_else(|| {
@@ -421,7 +420,7 @@ impl Rectifier {
                         let width = (up[2][0] - up[3][0]).hypot(up[2][1] - up[3][1]);
                         let quad = lifted(up, config.piece_height * width);
                         taps_out.extend(taps(&quad, config.patch_w, config.patch_h, w, h)?);
-                        self.windows.push(PocketWindow {
+                        windows.push(PocketWindow {
                             zone: 2 * b + side,
                             centre: [f, r],
                         });
@@ -429,7 +428,10 @@ impl Rectifier {
                 }
             }
         }
+        let squares = self.square_quads.len() * (config.patch_w * config.patch_h) as usize;
+        self.squares.truncate(squares);
         self.squares.extend(taps_out);
+        self.windows = windows;
         Ok(self.windows.len())
     }
 
@@ -615,6 +617,12 @@ mod tests {
         }
         // Again: replaced, not added.
         assert_eq!(r.add_pocket_windows(&cal, 0.5).unwrap(), 112);
+        // A zone that does not map onto the table (board B, after board A's windows were
+        // built) is refused and leaves the windows as they were.
+        let mut broken = cal.clone();
+        broken.boards[1].pockets[1] = [[f64::NAN; 2]; 4];
+        assert!(r.add_pocket_windows(&broken, 0.5).is_err());
+        assert_eq!(r.pocket_windows().len(), 112);
         // A blob at one of board B's window centres shows at the bottom middle of its patch
         // (the square at the bottom, the space above it over the rest); squares are unchanged.
         let (k, c) = r
