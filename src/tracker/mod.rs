@@ -411,6 +411,12 @@ pub struct TrackerConfig {
     /// least-moving one of a press window: a hand may still hold a piece over the board) never
     /// leaves any. 0 = a tentative decision must explain every square.
     pub tentative_residue_squares: u32,
+    /// A square the decided moves leave empty may stay unexplained too (even if they vacate
+    /// it, in a view that is not calm, or beyond `tentative_residue_squares`) once the
+    /// tentative decisions on the same tracked position have left it unexplained, read as the
+    /// same piece, this many times in a row: a vacated square that keeps showing the piece that
+    /// stepped behind it must not hold the board back for the rest of the game. 0 = never.
+    pub persistent_residue_decisions: u32,
     /// A press still undecided this long (ms) after it came, with the next press on the board
     /// already in (the reply was made too): the best hypothesis that beats "no change" is
     /// committed whatever its lead, if it claims no more moves than were pressed. Waiting
@@ -484,6 +490,7 @@ impl Default for TrackerConfig {
             beam_width: 48,
             stall_window_ms: 1000,
             tentative_residue_squares: 1,
+            persistent_residue_decisions: 3,
             overdue_ms: 1500,
             overdue_tie_presses: 4,
             rewind_nats: 8.0,

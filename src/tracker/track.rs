@@ -149,6 +149,11 @@ struct BoardTrack {
     tentative_calm: bool,
     /// What each square looked like when last confirmed (see `super::look`).
     looks: LookRefs,
+    /// Per square, how many tentative decisions in a row on `residue_pos` left it unexplained
+    /// read as the same class (the class, the count).
+    residue_streak: [Option<(char, u32)>; 64],
+    /// The tracked position those decisions were taken on.
+    residue_pos: Option<crate::engine::Position>,
     /// The best sequences of earlier undecided decisions (newest last, see
     /// [`Evidence::carried`]); trimmed as their moves are committed, cleared when the board is
     /// decided unchanged.
@@ -204,6 +209,8 @@ impl BoardTrack {
             tentative: false,
             tentative_calm: false,
             looks: LookRefs::default(),
+            residue_streak: [None; 64],
+            residue_pos: None,
             carried: Vec::new(),
             open_since: None,
             prev: None,
@@ -805,6 +812,10 @@ impl Tracker {
         }
 
         let clean = decoded.disagreeing.len() < self.cfg.desync_min_squares as usize;
+        if bt.tentative {
+            self.note_residue(b, &decoded);
+        }
+        let bt = &self.boards[b.index()];
         // A fully explained view that stays undecided gets no better by waiting: after a while
         // the best explanation is taken (never stall).
         let waited_out = decoded.disagreeing.is_empty()
@@ -1083,16 +1094,53 @@ impl Tracker {
         })
     }
 
+    /// Counts, per square, the tentative decisions in a row on the same tracked position that
+    /// left it unexplained read as the same class.
+    fn note_residue(&mut self, b: BoardId, decoded: &Decoded) {
+        let pos = self.referee.table().board(b);
+        let bt = &mut self.boards[b.index()];
+        if bt.residue_pos.as_ref() != Some(pos) {
+            bt.residue_pos = Some(pos.clone());
+            bt.residue_streak = [None; 64];
+        }
+        let mut next = [None; 64];
+        for e in &decoded.disagreeing {
+            if let Ok(sq) = e.square.parse::<Square>() {
+                let run = match bt.residue_streak[sq.index()] {
+                    Some((seen, n)) if seen == e.observed => n + 1,
+                    _ => 1,
+                };
+                next[sq.index()] = Some((e.observed, run));
+            }
+        }
+        bt.residue_streak = next;
+    }
+
     /// Whether the squares a tentative decision leaves unexplained may stay so: none at all, or
     /// (with a press pending) at most `tentative_residue_squares` squares that the decided moves
-    /// do not change.
+    /// do not change, or that have stayed unexplained as the same class for
+    /// `persistent_residue_decisions` decisions in a row.
     fn residue_unrelated(&self, b: BoardId, decoded: &Decoded, pressed: bool) -> bool {
-        let residue = &decoded.disagreeing;
+        let persistent = self.cfg.persistent_residue_decisions;
+        let bt = &self.boards[b.index()];
+        // A square the moves leave empty that has read as the same piece for that many
+        // decisions is no hand and no move: the piece behind it shows in its patch.
+        let residue: Vec<Square> = decoded
+            .disagreeing
+            .iter()
+            .filter_map(|e| Some((e.square.parse::<Square>().ok()?, e.expected)))
+            .filter(|&(sq, expected)| {
+                persistent == 0
+                    || expected != SquareClass::Empty.char()
+                    || bt.residue_streak[sq.index()].is_none_or(|(_, n)| n < persistent)
+            })
+            .map(|(sq, _)| sq)
+            .collect();
         if residue.is_empty() {
-            return true;
+            return pressed || decoded.disagreeing.is_empty();
         }
         if !pressed
-            || !self.boards[b.index()].tentative_calm
+            || !bt.tentative_calm
             || residue.len() > self.cfg.tentative_residue_squares as usize
         {
             return false;
@@ -1101,11 +1149,9 @@ impl Tracker {
             return false;
         };
         let (before, after) = (self.referee.table().board(b), after.board(b));
-        residue.iter().all(|e| {
-            e.square
-                .parse::<Square>()
-                .is_ok_and(|sq| SquareClass::on(before, sq) == SquareClass::on(after, sq))
-        })
+        residue
+            .iter()
+            .all(|&sq| SquareClass::on(before, sq) == SquareClass::on(after, sq))
     }
 
     /// Whether `moves` on `b` would mate while the other board has an undecided change that
@@ -2318,43 +2364,79 @@ mod tests {
         assert_eq!(moves(&ev), ["d2d4"]);
     }
 
+    /// Board A plays `ucis` with a press after each, and only single calm frames between hand
+    /// frames follow (no stable run ever forms), every frame reading `misread` on `square`.
+    fn pressed_with_a_square_misread(
+        cfg: TrackerConfig,
+        ucis: &[&str],
+        square: &str,
+        misread: [f32; SquareClass::COUNT],
+    ) -> Vec<Event> {
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg).unwrap();
+        let mut ts = 0;
+        let mut ev = Vec::new();
+        let mut after = t.table().board(BoardId::A).clone();
+        for uci in ucis {
+            after = play(&after, &[uci]);
+            ev.extend(feed(&mut t, BoardId::A, &after, 1, 1.0, &mut ts));
+            ev.extend(t.press(BoardId::A, ts));
+            for motion in [0.0, 1.0, 0.0, 1.0] {
+                let mut o = Observation::exact(BoardId::A, ts, &after, motion);
+                o.set_square(square.parse().unwrap(), misread).unwrap();
+                ev.extend(t.observe(&o));
+                ts += 100;
+            }
+        }
+        ev
+    }
+
+    fn no_desync(ev: &[Event]) -> bool {
+        !ev.iter()
+            .any(|e| matches!(e.body, EventBody::Desync { .. }))
+    }
+
     #[test]
     fn a_persistent_misread_elsewhere_does_not_hold_a_pressed_move_back() {
-        // Only single calm frames between hand frames (no stable run), and e1's king always
-        // reads as empty: with one unexplained square allowed the pressed move is committed,
-        // with none (the old rule) every press waits.
+        // e1's king always reads as empty: with one unexplained square allowed the pressed
+        // moves are committed, with none (the old rule) every press waits.
         let run = |residue: u32| {
             let cfg = TrackerConfig {
                 stall_window_ms: 1000,
                 tentative_residue_squares: residue,
                 ..TrackerConfig::default()
             };
-            let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg).unwrap();
-            let mut ts = 0;
-            let mut ev = Vec::new();
-            let mut after = t.table().board(BoardId::A).clone();
-            for uci in ["d2d4", "d7d5", "c2c4"] {
-                after = play(&after, &[uci]);
-                ev.extend(feed(&mut t, BoardId::A, &after, 1, 1.0, &mut ts));
-                ev.extend(t.press(BoardId::A, ts));
-                for motion in [0.0, 1.0, 0.0, 1.0] {
-                    let mut o = Observation::exact(BoardId::A, ts, &after, motion);
-                    let mut v = [0.0; SquareClass::COUNT];
-                    v[SquareClass::Empty.index()] = 1.0;
-                    o.set_square("e1".parse().unwrap(), v).unwrap();
-                    ev.extend(t.observe(&o));
-                    ts += 100;
-                }
-            }
-            ev
+            let mut empty = [0.0; SquareClass::COUNT];
+            empty[SquareClass::Empty.index()] = 1.0;
+            pressed_with_a_square_misread(cfg, &["d2d4", "d7d5", "c2c4"], "e1", empty)
         };
         let ev = run(1);
         assert_eq!(moves(&ev), ["d2d4", "d7d5", "c2c4"], "{ev:?}");
-        assert!(
-            !ev.iter()
-                .any(|e| matches!(e.body, EventBody::Desync { .. })),
-            "{ev:?}"
-        );
+        assert!(no_desync(&ev), "{ev:?}");
+        assert!(moves(&run(0)).is_empty());
+    }
+
+    #[test]
+    fn a_vacated_square_misread_decision_after_decision_does_not_stall_the_board() {
+        // After `d2d3` the vacated d2 keeps reading the pawn (it stands just behind, in d2's
+        // patch): the move changes that square, so the one-square residue does not cover it.
+        // Once three decisions in a row have left d2 unexplained as a pawn, it no longer holds
+        // the board back; with the rule off every later press waits for a stable run that
+        // never comes.
+        let run = |persistent: u32| {
+            let cfg = TrackerConfig {
+                stall_window_ms: 1000,
+                persistent_residue_decisions: persistent,
+                ..TrackerConfig::default()
+            };
+            // 5.3 nats for the pawn: unexplained (over 4), yet no illegal drop (8).
+            let mut pawn = [0.0; SquareClass::COUNT];
+            pawn[SquareClass::WhitePawn.index()] = 0.995;
+            pawn[SquareClass::Empty.index()] = 0.005;
+            pressed_with_a_square_misread(cfg, &["d2d3", "e7e5", "g1f3", "b8c6"], "d2", pawn)
+        };
+        let ev = run(3);
+        assert_eq!(moves(&ev), ["d2d3", "e7e5", "g1f3", "b8c6"], "{ev:?}");
+        assert!(no_desync(&ev), "{ev:?}");
         assert!(moves(&run(0)).is_empty());
     }
 
