@@ -414,8 +414,9 @@ pub struct TrackerConfig {
     /// A square the decided moves leave empty may stay unexplained too (even if they vacate
     /// it, in a view that is not calm, or beyond `tentative_residue_squares`) once the
     /// tentative decisions on the same tracked position have left it unexplained, read as the
-    /// same piece, this many times in a row: a vacated square that keeps showing the piece that
-    /// stepped behind it must not hold the board back for the rest of the game. 0 = never.
+    /// same piece, this many times in a row: a vacated square that keeps reading as a piece
+    /// (a neighbour's body in its patch) must not hold the board back for the rest of the
+    /// game. 0 = never.
     pub persistent_residue_decisions: u32,
     /// A press still undecided this long (ms) after it came, with the next press on the board
     /// already in (the reply was made too): the best hypothesis that beats "no change" is
