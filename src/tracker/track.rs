@@ -1118,13 +1118,13 @@ impl Tracker {
 
     /// Whether the squares a tentative decision leaves unexplained may stay so: none at all, or
     /// (with a press pending) at most `tentative_residue_squares` squares that the decided moves
-    /// do not change, or that have stayed unexplained as the same class for
-    /// `persistent_residue_decisions` decisions in a row.
+    /// do not change, besides any square the moves leave empty that has stayed unexplained as
+    /// the same class for `persistent_residue_decisions` decisions in a row.
     fn residue_unrelated(&self, b: BoardId, decoded: &Decoded, pressed: bool) -> bool {
         let persistent = self.cfg.persistent_residue_decisions;
         let bt = &self.boards[b.index()];
         // A square the moves leave empty that has read as the same piece for that many
-        // decisions is no hand and no move: the piece behind it shows in its patch.
+        // decisions is no hand and no move (most likely a neighbour's body in its patch).
         let residue: Vec<Square> = decoded
             .disagreeing
             .iter()
