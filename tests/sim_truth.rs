@@ -295,26 +295,33 @@ fn same_seed_same_bytes_other_seed_other_bytes() {
     assert_ne!(a.image.as_raw(), c.image.as_raw());
 }
 
+/// A small render from `camera` without lens distortion or look variation, so that what the
+/// truth says can be checked against a known geometry.
+fn plain_small(camera: CameraConfig) -> SimSettings {
+    SimSettings {
+        width: 320,
+        height: 180,
+        seed: 5,
+        shadow_map: 256,
+        camera: CameraConfig {
+            k1: 0.0,
+            k2: 0.0,
+            ..camera
+        },
+        variation: sim::Variation::none(),
+        ..SimSettings::default()
+    }
+}
+
 #[test]
 fn truth_lists_occupancy_pockets_and_occlusion() {
     let pieces = PieceSet::builtin();
     // A king on e2 of board A, seen from straight behind White at 45°, hides e3 behind it.
     let e2 = sim::TableLayout::default().square_centre(0, 12);
-    let camera = CameraConfig {
+    let s = plain_small(CameraConfig {
         target: [e2.x, 0.0, 0.0],
-        k1: 0.0,
-        k2: 0.0,
         ..CameraConfig::default()
-    };
-    let s = SimSettings {
-        width: 320,
-        height: 180,
-        seed: 5,
-        shadow_map: 256,
-        camera,
-        variation: sim::Variation::none(),
-        ..SimSettings::default()
-    };
+    });
     let f = sim::render_table("8/8/8/8/8/8/4K3/8[QRp] | 8/8/8/8/8/8/8/8", &pieces, &s).unwrap();
     let a = &f.truth.boards[0];
     assert_eq!(a.squares[12], Some('K'));
@@ -338,23 +345,12 @@ fn pocket_pieces_behind_the_clock_are_counted_hidden() {
     let pieces = PieceSet::builtin();
     let clock = sim::TableLayout::default().clock_position(0);
     let render = |distance: f32, height: f32| {
-        let camera = CameraConfig {
+        let s = plain_small(CameraConfig {
             target: [clock.x, clock.y, 0.0],
             distance,
             height,
-            k1: 0.0,
-            k2: 0.0,
             ..CameraConfig::default()
-        };
-        let s = SimSettings {
-            width: 320,
-            height: 180,
-            seed: 5,
-            shadow_map: 256,
-            camera,
-            variation: sim::Variation::none(),
-            ..SimSettings::default()
-        };
+        });
         let fen = "8/8/8/8/8/8/8/8[QRpppppppp] | 8/8/8/8/8/8/8/8";
         sim::render_table(fen, &pieces, &s).unwrap().truth
     };

@@ -264,6 +264,21 @@ pub fn patches_to_nchw(patches: &[u8], n: usize, w: usize, h: usize, out: &mut V
     }
 }
 
+/// 1 / |v|, or 0 for a (near) zero vector, which then matches nothing.
+#[inline]
+fn inverse_norm(v: &[f32]) -> f32 {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 1e-12 { 1.0 / norm } else { 0.0 }
+}
+
+/// Writes `src` scaled to unit length into `dst` (zeros for a zero vector).
+fn copy_unit(dst: &mut [f32], src: &[f32]) {
+    let scale = inverse_norm(src);
+    for (d, &e) in dst.iter_mut().zip(src) {
+        *d = e * scale;
+    }
+}
+
 /// Dot product with eight independent accumulators (vectorises, and keeps the adds
 /// pipelined even where the compiler does not vectorise).
 #[inline]
@@ -373,12 +388,7 @@ impl Bank {
         slots[i] = Slot { square, stamp };
         self.network[c * self.cap + i] = *network;
         let at = (c * self.cap + i) * self.dim;
-        let dst = &mut self.vectors[at..at + self.dim];
-        let norm = embedding.iter().map(|v| v * v).sum::<f32>().sqrt();
-        let scale = if norm > 1e-12 { 1.0 / norm } else { 0.0 };
-        for (d, &e) in dst.iter_mut().zip(embedding) {
-            *d = e * scale;
-        }
+        copy_unit(&mut self.vectors[at..at + self.dim], embedding);
     }
 
     /// Per class, the mean of the `k` highest cosine similarities between `q` (scaled by `qs`
@@ -841,8 +851,7 @@ impl SquareClassifier {
             .zip(out.iter_mut())
             .enumerate()
         {
-            let qn = q.iter().map(|v| v * v).sum::<f32>().sqrt();
-            let qs = if qn > 1e-12 { 1.0 / qn } else { 0.0 };
+            let qs = inverse_norm(q);
             let mut score = bank.scores(q, qs, k, None);
             // A pocket window also compares with itself when its zone was known to be empty.
             let w = i.wrapping_sub(SQUARES_PER_FRAME);
@@ -869,12 +878,10 @@ impl SquareClassifier {
         }
         for &w in windows.iter().filter(|&&w| w < n) {
             let at = (SQUARES_PER_FRAME + w) * dim;
-            let e = &rows[at..at + dim];
-            let norm = e.iter().map(|v| v * v).sum::<f32>().sqrt();
-            let s = if norm > 1e-12 { 1.0 / norm } else { 0.0 };
-            for (d, v) in self.window_empty[w * dim..(w + 1) * dim].iter_mut().zip(e) {
-                *d = v * s;
-            }
+            copy_unit(
+                &mut self.window_empty[w * dim..(w + 1) * dim],
+                &rows[at..at + dim],
+            );
             self.window_known[w] = true;
         }
     }
