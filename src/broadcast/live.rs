@@ -13,6 +13,10 @@ use crate::rules::{Event, EventBody, IllegalConsequence, MatchResult};
 use super::BroadcastError;
 use super::config::GameInfo;
 
+/// The comment a move gets when the camera only guessed it ([`crate::rules::MoveReading`]):
+/// viewers should not take it for certain until later moves bear it out.
+pub const UNCERTAIN_READING: &str = "uncertain reading";
+
 /// The live game of one table: a [`BpgnGame`] kept in step with the referee's events.
 ///
 /// Invariants: the moves are those that stand on the boards, in the order they were played (a
@@ -188,10 +192,14 @@ impl LiveGame {
                 fen,
                 clock_ms,
                 legal,
+                reading,
             } => {
                 let board = board.ok_or_else(|| missing_board(event))?;
                 let i = board.index();
                 let mut comments = Vec::new();
+                if reading.is_some_and(|r| r.guess) {
+                    comments.push(UNCERTAIN_READING.to_string());
+                }
                 let san = if *legal {
                     san.clone()
                 } else {
@@ -638,6 +646,28 @@ mod tests {
             panic!("N@f7 should be a forbidden drop-mate under tandem-2024: {events:?}");
         }
         assert_eq!(game.tag("FEN"), Some(start));
+    }
+
+    #[test]
+    fn a_guessed_move_is_marked_uncertain_and_a_sure_one_is_not() {
+        let mut r = Referee::new("t1", 1, RuleSet::fics(), None).unwrap();
+        let mut live = LiveGame::new("t1", GameInfo::default());
+        // (A comment just before the result token would be read back as the result's.)
+        for (uci, guess) in [("e2e4", true), ("e7e5", false), ("g1f3", false)] {
+            for mut e in r.apply(mv(BoardId::A, uci)) {
+                if let EventBody::Move { reading, .. } = &mut e.body {
+                    *reading = Some(crate::rules::MoveReading::new(1.0, guess));
+                }
+                live.apply(&e).unwrap();
+            }
+        }
+        let game = reread(&live.bpgn());
+        let marked: Vec<bool> = game
+            .moves
+            .iter()
+            .map(|m| m.comments.iter().any(|c| c == UNCERTAIN_READING))
+            .collect();
+        assert_eq!(marked, [true, false, false], "{}", live.bpgn());
     }
 
     #[test]

@@ -390,14 +390,19 @@ fn describe(topic: &str, event: &Value, json: bool) -> String {
     let secs = event["ts"].as_u64().unwrap_or(0) as f64 / 1000.0;
     let what = match event["type"].as_str().unwrap_or("?") {
         "move" => format!(
-            "{}{} {}",
+            "{}{} {}{}",
             event["number"],
             if event["color"] == "white" {
                 "."
             } else {
                 "..."
             },
-            event["san"].as_str().unwrap_or("?")
+            event["san"].as_str().unwrap_or("?"),
+            if event["reading"]["guess"] == true {
+                " (uncertain reading)"
+            } else {
+                ""
+            }
         ),
         "result" => format!(
             "result {} ({})",
@@ -425,4 +430,29 @@ pub fn doctor() -> anyhow::Result<()> {
     runtime::onnx_environment()?;
     println!("onnxruntime: {}", lib.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guessed_move_is_shown_as_an_uncertain_reading() {
+        let mv = |reading: Value| {
+            serde_json::json!({"type": "move", "board": "A", "ts": 1200, "number": 1,
+                "color": "white", "san": "e4", "reading": reading})
+        };
+        let topic = "tandem/v1/t1/event/move";
+        let guessed = describe(
+            topic,
+            &mv(serde_json::json!({"guess": true, "lead": 0.4})),
+            false,
+        );
+        assert!(guessed.contains("1. e4 (uncertain reading)"), "{guessed}");
+        let sure = describe(topic, &mv(serde_json::json!({"guess": false})), false);
+        assert!(
+            sure.contains("1. e4") && !sure.contains("uncertain"),
+            "{sure}"
+        );
+    }
 }

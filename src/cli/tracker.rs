@@ -156,12 +156,16 @@ fn tracker_sim(args: TrackerSimArgs) -> anyhow::Result<()> {
             .map(|(kind, k)| format!("{kind} {}/{}", k.detected, k.injected))
             .collect();
         println!(
-            "games {} (skipped {}), moves right {}/{} ({:.4}), games all right {} ({:.3}), desyncs {}, false alerts {}, incidents {}/{} [{}], latency p50 {:.3} ms p99 {:.3} ms",
+            "games {} (skipped {}), moves right {}/{} ({:.4}; sure {}/{}, guesses {}/{}), games all right {} ({:.3}), desyncs {}, false alerts {}, incidents {}/{} [{}], latency p50 {:.3} ms p99 {:.3} ms",
             report.games,
             report.skipped.len(),
             report.moves_right,
             report.moves_truth,
             report.move_accuracy,
+            report.readings.sure.right,
+            report.readings.sure.committed,
+            report.readings.guessed.right,
+            report.readings.guessed.committed,
             report.games_all_right,
             report.games_all_right_fraction,
             report.desyncs,

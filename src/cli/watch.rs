@@ -260,6 +260,11 @@ pub fn eval_game_cmd(args: EvalGameArgs) -> anyhow::Result<()> {
             report.latency_ms.p50,
             report.latency_ms.p99
         );
+        let r = &report.readings;
+        println!(
+            "  sure moves right {}/{}, guesses right {}/{}",
+            r.sure.right, r.sure.committed, r.guessed.right, r.guessed.committed
+        );
         for s in &report.incidents {
             if s.injected > 0 || s.alerts > 0 {
                 println!(

@@ -45,6 +45,9 @@ pub enum EventBody {
         clock_ms: Option<u64>,
         /// False when the move is illegal and stands only because nobody claimed it (yet).
         legal: bool,
+        /// How surely the move was read from the board (moves read by the camera tracker only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reading: Option<MoveReading>,
     },
     /// A move broke the rules. Reported at once; `consequence` says what the rule set makes of it.
     IllegalMove {
@@ -136,6 +139,30 @@ pub enum EventBody {
 pub enum DesyncState {
     Lost,
     Recovered,
+}
+
+/// How surely the tracker read a move from the board: the evidence for the explanation it
+/// committed against the next best one. Guesses are committed only because the clock presses
+/// said moves were made and waiting longer would not settle them; they are wrong far more often
+/// than the rest (`docs/tracker.md`, "How sure a move is"), so consumers may mark them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MoveReading {
+    /// Nats by which the committed explanation led the runner-up; absent when nothing else
+    /// explained the view.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead: Option<f32>,
+    /// Committed without the usual lead over the runner-up (an overdue press's best guess).
+    pub guess: bool,
+}
+
+impl MoveReading {
+    /// A reading with lead `lead` (nats; infinite when nothing else explained the view).
+    pub fn new(lead: f32, guess: bool) -> MoveReading {
+        MoveReading {
+            lead: lead.is_finite().then_some((lead * 100.0).round() / 100.0),
+            guess,
+        }
+    }
 }
 
 /// One square where the tracker's observation disagrees with the tracked position.
@@ -257,6 +284,38 @@ mod tests {
         assert_eq!(json["reason"], "checkmate");
         let back: Event = serde_json::from_value(json).unwrap();
         assert_eq!(back, event);
+    }
+
+    #[test]
+    fn a_move_says_how_surely_it_was_read_only_when_the_camera_read_it() {
+        let mv = |reading| Event {
+            id: "t1/1/3".into(),
+            table: "t1".into(),
+            ts: 900,
+            board: Some(BoardId::A),
+            body: EventBody::Move {
+                color: Color::White,
+                number: 1,
+                uci: "e2e4".into(),
+                san: "e4".into(),
+                fen: String::new(),
+                clock_ms: None,
+                legal: true,
+                reading,
+            },
+        };
+        let json = serde_json::to_value(mv(None)).unwrap();
+        assert!(json.get("reading").is_none(), "{json}");
+        // Leads are kept to two decimals; an infinite lead (nothing else explained the view)
+        // is left out.
+        let guessed = mv(Some(MoveReading::new(0.4321, true)));
+        let json = serde_json::to_value(&guessed).unwrap();
+        assert_eq!(json["reading"]["guess"], true);
+        assert_eq!(json["reading"]["lead"].as_f64(), Some(0.43f32 as f64));
+        assert_eq!(serde_json::from_value::<Event>(json).unwrap(), guessed);
+        let json = serde_json::to_value(mv(Some(MoveReading::new(f32::INFINITY, false)))).unwrap();
+        assert!(json["reading"].get("lead").is_none(), "{json}");
+        assert_eq!(json["reading"]["guess"], false);
     }
 
     #[test]

@@ -11,8 +11,8 @@ mod ruleset;
 
 pub use action::{Action, ActionError, ClaimKind, TimedAction};
 pub use event::{
-    DesyncState, Event, EventBody, IllegalConsequence, MISREAD, MatchResult, ResultReason,
-    SquareEvidence,
+    DesyncState, Event, EventBody, IllegalConsequence, MISREAD, MatchResult, MoveReading,
+    ResultReason, SquareEvidence,
 };
 pub use referee::{Referee, RefereeError};
 pub use replay::replay_game;

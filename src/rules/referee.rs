@@ -418,6 +418,7 @@ impl Referee {
                 fen: self.table.board(board).to_fen(),
                 clock_ms,
                 legal: true,
+                reading: None,
             },
         );
         self.record_played(board, before, mv, outcome, false);
@@ -574,6 +575,7 @@ impl Referee {
                 fen: self.table.board(board).to_fen(),
                 clock_ms,
                 legal: false,
+                reading: None,
             },
         );
         if consequence != Consequence::TakeBack || claimable {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::BoardId;
 use crate::engine::bpgn::BpgnGame;
-use crate::rules::{DesyncState, Event, EventBody, MISREAD, RuleSet};
+use crate::rules::{DesyncState, Event, EventBody, MISREAD, MoveReading, RuleSet};
 
 use super::simulate::{SimConfig, simulate_game};
 use super::{Tracker, TrackerConfig};
@@ -22,10 +22,20 @@ use super::{Tracker, TrackerConfig};
 /// The moves that stand on each board after `events` (UCI, in order): every `move`, less those a
 /// later `move_retracted` for a misread took back.
 pub fn moves_standing<'a>(events: impl IntoIterator<Item = &'a Event>) -> [Vec<String>; 2] {
-    let mut out: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    standing_readings(events).map(|moves| moves.into_iter().map(|(uci, _)| uci).collect())
+}
+
+/// [`moves_standing`] with how surely each move was read (`None` for moves not read by the
+/// camera tracker).
+pub fn standing_readings<'a>(
+    events: impl IntoIterator<Item = &'a Event>,
+) -> [Vec<(String, Option<MoveReading>)>; 2] {
+    let mut out: [Vec<_>; 2] = [Vec::new(), Vec::new()];
     for e in events {
         match (&e.body, e.board) {
-            (EventBody::Move { uci, .. }, Some(b)) => out[b.index()].push(uci.clone()),
+            (EventBody::Move { uci, reading, .. }, Some(b)) => {
+                out[b.index()].push((uci.clone(), *reading))
+            }
             (EventBody::MoveRetracted { reason, .. }, Some(b)) if reason == MISREAD => {
                 out[b.index()].pop();
             }
@@ -33,6 +43,50 @@ pub fn moves_standing<'a>(events: impl IntoIterator<Item = &'a Event>) -> [Vec<S
         }
     }
     out
+}
+
+/// Moves committed and right, for one kind of reading.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadTally {
+    pub committed: usize,
+    pub right: usize,
+}
+
+/// How often the tracker's sure moves and its guesses were right ([`MoveReading::guess`]); a
+/// move is right when it is in a longest common subsequence with the truth (as `moves_right`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadingScore {
+    pub sure: ReadTally,
+    pub guessed: ReadTally,
+}
+
+impl ReadingScore {
+    /// Scores one board's standing moves against its true moves.
+    pub fn of_board(standing: &[(String, Option<MoveReading>)], truth: &[String]) -> ReadingScore {
+        let ucis: Vec<String> = standing.iter().map(|(u, _)| u.clone()).collect();
+        let mut score = ReadingScore::default();
+        for ((_, reading), right) in standing.iter().zip(lcs_members(&ucis, truth)) {
+            let tally = if reading.is_some_and(|r| r.guess) {
+                &mut score.guessed
+            } else {
+                &mut score.sure
+            };
+            tally.committed += 1;
+            tally.right += usize::from(right);
+        }
+        score
+    }
+
+    /// Adds another score to this one.
+    pub fn add(&mut self, other: &ReadingScore) {
+        for (a, b) in [
+            (&mut self.sure, &other.sure),
+            (&mut self.guessed, &other.guessed),
+        ] {
+            a.committed += b.committed;
+            a.right += b.right;
+        }
+    }
 }
 
 /// What to evaluate with.
@@ -72,6 +126,9 @@ pub struct GameReport {
     pub moves_truth: usize,
     pub moves_committed: usize,
     pub moves_right: usize,
+    /// The standing moves split by how surely they were read.
+    #[serde(default)]
+    pub readings: ReadingScore,
     pub all_right: bool,
     pub desyncs: usize,
     pub false_alerts: usize,
@@ -97,6 +154,9 @@ pub struct EvalReport {
     pub moves_truth: usize,
     pub moves_right: usize,
     pub move_accuracy: f64,
+    /// The standing moves split by how surely they were read, summed over games.
+    #[serde(default)]
+    pub readings: ReadingScore,
     pub games_all_right: usize,
     pub games_all_right_fraction: f64,
     pub desyncs: usize,
@@ -146,6 +206,37 @@ pub fn lcs(a: &[String], b: &[String]) -> usize {
     prev[b.len()]
 }
 
+/// Which elements of `a` belong to one longest common subsequence of `a` and `b` (as many as
+/// [`lcs`] counts).
+pub fn lcs_members(a: &[String], b: &[String]) -> Vec<bool> {
+    let (n, m) = (a.len(), b.len());
+    // table[i][j]: the LCS length of a[i..] and b[j..].
+    let mut table = vec![vec![0usize; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            table[i][j] = if a[i] == b[j] {
+                table[i + 1][j + 1] + 1
+            } else {
+                table[i + 1][j].max(table[i][j + 1])
+            };
+        }
+    }
+    let mut member = vec![false; n];
+    let (mut i, mut j) = (0, 0);
+    while i < n && j < m {
+        if a[i] == b[j] {
+            member[i] = true;
+            i += 1;
+            j += 1;
+        } else if table[i + 1][j] >= table[i][j + 1] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    member
+}
+
 /// Runs the tracker on one simulated game; returns its report and the latencies (ms).
 pub fn eval_game(
     game: &BpgnGame,
@@ -189,12 +280,18 @@ pub fn eval_game(
         }
         events.extend(out);
     }
+    let standing = standing_readings(&events);
     let committed = moves_standing(&events);
     let mut right = 0;
     let mut all_right = true;
+    let mut readings = ReadingScore::default();
     for b in [BoardId::A, BoardId::B] {
         right += lcs(&committed[b.index()], &sim.truth[b.index()]);
         all_right &= committed[b.index()] == sim.truth[b.index()];
+        readings.add(&ReadingScore::of_board(
+            &standing[b.index()],
+            &sim.truth[b.index()],
+        ));
     }
     let grace = opts.tracker.pocket_grace_ms;
     let detectable: Vec<_> = sim
@@ -280,6 +377,7 @@ pub fn eval_game(
         moves_truth: sim.truth[0].len() + sim.truth[1].len(),
         moves_committed: committed[0].len() + committed[1].len(),
         moves_right: right,
+        readings,
         all_right,
         desyncs,
         false_alerts,
@@ -326,6 +424,10 @@ pub fn eval_games(games: &[BpgnGame], opts: &EvalOptions) -> EvalReport {
         .sum();
     let moves_right = sum(|g| g.moves_right);
     let games_all_right = per_game.iter().filter(|g| g.all_right).count();
+    let mut readings = ReadingScore::default();
+    for g in &per_game {
+        readings.add(&g.readings);
+    }
     let incidents_injected = sum(|g| g.incidents_injected);
     let incidents_detected = sum(|g| g.incidents_detected);
     let mut incidents_by_kind: BTreeMap<String, KindRecall> = BTreeMap::new();
@@ -343,6 +445,7 @@ pub fn eval_games(games: &[BpgnGame], opts: &EvalOptions) -> EvalReport {
         moves_truth,
         moves_right,
         move_accuracy: moves_right as f64 / moves_denominator.max(1) as f64,
+        readings,
         games_all_right,
         games_all_right_fraction: games_all_right as f64 / per_game.len().max(1) as f64,
         desyncs: sum(|g| g.desyncs),
@@ -381,6 +484,7 @@ mod tests {
             fen: String::new(),
             clock_ms: None,
             legal: true,
+            reading: None,
         };
         let retracted = |reason: &str| EventBody::MoveRetracted {
             color: crate::engine::Color::White,
@@ -466,6 +570,51 @@ mod tests {
             assert!(k.detected <= k.injected);
             assert_eq!(k.recall, Some(k.detected as f64 / k.injected as f64));
         }
+    }
+
+    #[test]
+    fn lcs_members_mark_as_many_moves_as_lcs_counts() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let (a, b) = (s(&["a", "x", "b", "c", "y"]), s(&["a", "b", "c", "d"]));
+        assert_eq!(lcs_members(&a, &b), [true, false, true, true, false]);
+        assert_eq!(
+            lcs_members(&a, &b).iter().filter(|&&m| m).count(),
+            lcs(&a, &b)
+        );
+        assert_eq!(lcs_members(&s(&["a"]), &s(&[])), [false]);
+    }
+
+    #[test]
+    fn readings_split_the_standing_moves_into_sure_ones_and_guesses() {
+        let guess = Some(MoveReading::new(0.4, true));
+        let sure = Some(MoveReading::new(6.0, false));
+        let standing = vec![
+            ("e2e4".to_string(), sure),
+            ("b2b3".to_string(), guess),
+            ("e7e5".to_string(), None),
+            ("g1f3".to_string(), guess),
+        ];
+        let truth: Vec<String> = ["e2e4", "e7e5", "g1f3", "b8c6"].map(String::from).to_vec();
+        let score = ReadingScore::of_board(&standing, &truth);
+        // The common subsequence is e2e4 e7e5 g1f3: both sure moves (a move without a reading
+        // counts as sure) are right, one guess of two.
+        assert_eq!(
+            score,
+            ReadingScore {
+                sure: ReadTally {
+                    committed: 2,
+                    right: 2
+                },
+                guessed: ReadTally {
+                    committed: 2,
+                    right: 1
+                },
+            }
+        );
+        let mut twice = score;
+        twice.add(&score);
+        assert_eq!(twice.guessed.committed, 4);
+        assert_eq!(twice.sure.right, 4);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 
 use crate::engine::{BoardId, Color, Piece, Role, Square, Table, Variant};
 use crate::rules::{
-    Action, Consequence, DesyncState, Event, EventBody, Referee, RefereeError, RuleSet, TimedAction,
+    Action, Consequence, DesyncState, Event, EventBody, MoveReading, Referee, RefereeError,
+    RuleSet, TimedAction,
 };
 
 use super::decode::{
@@ -938,16 +939,17 @@ impl Tracker {
             };
             // Presses this decision answers, in order (moves, and presses whose move did not
             // stand).
+            let reading = MoveReading::new(decoded.margin(), !margin_ok);
             let mut used = 0;
             let mut recorded = Vec::new();
             for (i, mv) in moves.into_iter().enumerate() {
                 if let Some((_, illegal)) = taken_back.filter(|&(at, _)| at == i) {
-                    events.extend(self.commit(b, illegal, ts, true));
+                    events.extend(self.commit(b, illegal, ts, true, reading));
                     used += 1;
                 }
                 used += self.void_presses(b, ts, aligned.then_some(used), &mut events);
                 let n = self.referee.moves_recorded(b);
-                events.extend(self.commit(b, mv, ts, true));
+                events.extend(self.commit(b, mv, ts, true, reading));
                 used += 1;
                 if self.referee.moves_recorded(b) > n {
                     recorded.push(mv);
@@ -1224,7 +1226,10 @@ impl Tracker {
                     gain >= self.cfg.taken_back_nats && self.cfg.taken_back_nats > 0.0
                 });
             match shown {
-                Some((illegal, _)) => events.extend(self.commit(b, illegal, ts, true)),
+                Some((illegal, gain)) => {
+                    let reading = MoveReading::new(gain, false);
+                    events.extend(self.commit(b, illegal, ts, true, reading));
+                }
                 None => {
                     self.boards[b.index()].press_times.pop_front();
                 }
@@ -1327,7 +1332,7 @@ impl Tracker {
             presses: self.clock_feed.then_some(presses),
             ..Evidence::default()
         };
-        let mut found: Option<(f32, usize, usize, Vec<crate::engine::Move>)> = None;
+        let mut found: Option<(f32, usize, usize, Vec<crate::engine::Move>, f32)> = None;
         let mut undo = 0;
         for k in 1..=bt.recent.len() {
             let undone = &bt.recent[bt.recent.len() - k];
@@ -1367,10 +1372,11 @@ impl Tracker {
             }
             let gain = fit(after.board(b)) - current;
             if gain >= self.cfg.rewind_nats && found.as_ref().is_none_or(|f| gain > f.0) {
-                found = Some((gain, k, undo, h.moves.clone()));
+                found = Some((gain, k, undo, h.moves.clone(), dec.margin()));
             }
         }
-        let (gain, k, undo, moves) = found?;
+        let (gain, k, undo, moves, lead) = found?;
+        let reading = MoveReading::new(lead, false);
         let mut events = Vec::new();
         for _ in 0..undo {
             let before = partner_pockets(self.referee.table(), b);
@@ -1390,7 +1396,7 @@ impl Tracker {
         for (i, &mv) in moves.iter().enumerate() {
             let n = self.referee.moves_recorded(b);
             // The retracted moves' presses were applied already.
-            events.extend(self.commit(b, mv, ts, i >= undo));
+            events.extend(self.commit(b, mv, ts, i >= undo, reading));
             if self.referee.moves_recorded(b) > n {
                 recorded.push(mv);
             }
@@ -1439,8 +1445,15 @@ impl Tracker {
     }
 
     /// Sends one move to the referee and keeps the pocket watcher informed; with `press`, it
-    /// completes the oldest pending clock press (if any).
-    fn commit(&mut self, b: BoardId, mv: crate::engine::Move, ts: u64, press: bool) -> Vec<Event> {
+    /// completes the oldest pending clock press (if any). The move's event carries `reading`.
+    fn commit(
+        &mut self,
+        b: BoardId,
+        mv: crate::engine::Move,
+        ts: u64,
+        press: bool,
+        reading: MoveReading,
+    ) -> Vec<Event> {
         let mover = self.referee.table().board(b).turn();
         let before = partner_pockets(self.referee.table(), b);
         let action = Action::Move {
@@ -1453,6 +1466,13 @@ impl Tracker {
         };
         self.applied.push(timed.clone());
         let mut events = self.referee.apply(timed);
+        for e in &mut events {
+            if let (EventBody::Move { reading: r, .. }, Some(eb)) = (&mut e.body, e.board)
+                && eb == b
+            {
+                *r = Some(reading);
+            }
+        }
         let table = self.referee.table();
         // Whatever reached the other board's pockets is a pending hand-over.
         for piece in pieces_added(&before, &partner_pockets(table, b)) {
@@ -2858,6 +2878,48 @@ mod tests {
             ..TrackerConfig::default()
         });
         assert!(moves(&waiting).is_empty(), "{waiting:?}");
+    }
+
+    fn readings(events: &[Event]) -> Vec<Option<MoveReading>> {
+        events
+            .iter()
+            .filter_map(|e| match &e.body {
+                EventBody::Move { reading, .. } => Some(*reading),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_move_read_clearly_is_sure_and_an_overdue_guess_says_it_is_a_guess() {
+        // Clean views of e2e4: committed with a lead well over the margin, not a guess.
+        let mut t = tracker(RuleSet::fics(), None);
+        let after = play(t.table().board(BoardId::A), &["e2e4"]);
+        let mut ts = 0;
+        let ev = make_move(&mut t, BoardId::A, &after, &mut ts);
+        let [Some(sure)] = readings(&ev)[..] else {
+            panic!("one move read by the tracker: {ev:?}");
+        };
+        assert!(!sure.guess);
+        assert!(
+            sure.lead
+                .is_none_or(|l| l >= TrackerConfig::default().commit_margin),
+            "{sure:?}"
+        );
+        // g1f3 seen as "f3 or h3" and committed only because its reply was pressed too.
+        let ev = an_unclear_move_and_its_reply(TrackerConfig {
+            stall_window_ms: 1000,
+            overdue_ms: 1500,
+            ..TrackerConfig::default()
+        });
+        assert_eq!(moves(&ev), ["g1f3", "e7e5"], "{ev:?}");
+        let guessed = readings(&ev);
+        assert!(
+            guessed.iter().all(|r| r.is_some_and(|r| r.guess
+                && r.lead
+                    .is_some_and(|l| l < TrackerConfig::default().commit_margin_pressed))),
+            "{guessed:?}"
+        );
     }
 
     #[test]

@@ -16,8 +16,8 @@ use image::RgbImage;
 use serde::Serialize;
 
 use crate::engine::{BoardId, Position};
-use crate::rules::{DesyncState, Event, EventBody, RuleSet};
-use crate::tracker::eval::lcs;
+use crate::rules::{DesyncState, Event, EventBody, MoveReading, RuleSet};
+use crate::tracker::eval::{ReadingScore, lcs, standing_readings};
 use crate::tracker::{Decision, PocketReading};
 use crate::vision::{Calibration, CalibrationConfig, Point};
 
@@ -226,6 +226,9 @@ pub struct GameEval {
     pub moves_committed: usize,
     pub moves_right: usize,
     pub move_accuracy: f64,
+    /// The standing moves split by how surely the tracker read them: sure moves and guesses,
+    /// each committed and right.
+    pub readings: ReadingScore,
     pub game_all_right: bool,
     pub incidents: Vec<IncidentScore>,
     /// The reader's pocket counts against the truth (frames without a hand over the board).
@@ -242,6 +245,8 @@ pub struct GameEval {
     pub decode_ms: Latency,
     /// The committed and true moves per board (UCI).
     pub committed: [Vec<String>; 2],
+    /// How surely each of `committed` was read (`None`: not read by the tracker).
+    pub committed_readings: [Vec<Option<MoveReading>>; 2],
     pub truth: [Vec<String>; 2],
     /// Every alert (not move) event, for inspection.
     pub alerts: Vec<Event>,
@@ -421,6 +426,7 @@ pub fn eval_game(
         Ok(())
     })?;
 
+    let standing = standing_readings(events.iter().map(|e| &e.event));
     let committed = crate::tracker::moves_standing(events.iter().map(|e| &e.event));
     let latencies: Vec<_> = events
         .iter()
@@ -429,9 +435,11 @@ pub fn eval_game(
         .collect();
     let mut right = 0;
     let mut all_right = true;
+    let mut readings = ReadingScore::default();
     for b in 0..2 {
         right += lcs(&committed[b], &truth[b]);
         all_right &= committed[b] == truth[b];
+        readings.add(&ReadingScore::of_board(&standing[b], &truth[b]));
     }
     let moves_truth = truth[0].len() + truth[1].len();
     let moves_committed = committed[0].len() + committed[1].len();
@@ -537,6 +545,7 @@ pub fn eval_game(
         moves_committed,
         moves_right: right,
         move_accuracy: right as f64 / moves_truth.max(moves_committed).max(1) as f64,
+        readings,
         game_all_right: all_right,
         incidents: scores,
         pockets: pocket_score.lock().map(|s| s.clone()).unwrap_or_default(),
@@ -554,6 +563,7 @@ pub fn eval_game(
         track_ms: Latency::of(stats.iter().map(|s| s.track_ms).collect()),
         decode_ms: Latency::of(decode),
         committed,
+        committed_readings: standing.map(|moves| moves.into_iter().map(|(_, r)| r).collect()),
         truth,
         alerts,
         decisions: watcher.take_decisions(),
