@@ -306,6 +306,21 @@ fn committed_models_adapt_to_an_unseen_piece_set_at_a_held_out_pose() {
     .unwrap();
     let mut reader = FrameReader::new(&cal, &ReaderConfig::default()).unwrap();
     reader.read(&start.image).unwrap();
+    // The default pocket reader cuts windows over one zone per board (the farther one, which
+    // the windows read; the nearer one is the counting network's).
+    let mut zones: Vec<usize> = reader
+        .rectifier()
+        .pocket_windows()
+        .iter()
+        .map(|w| w.zone)
+        .collect();
+    zones.dedup();
+    assert_eq!(
+        zones.iter().map(|z| z / 2).collect::<Vec<_>>(),
+        [0, 1],
+        "{zones:?}"
+    );
+    assert!(reader.reading().pockets.is_some());
     reader.adapt_start_from_last().unwrap();
     let positions = [
         "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R | \

@@ -8,13 +8,17 @@
 //!
 //! The alternative, [`PocketMethod::Pieces`], reads square-sized windows over each zone with the
 //! square classifier (which adapts to the table's set) and counts the pieces they show
-//! ([`count_pieces`]); measured against the network in `docs/classifier.md`, not the default.
+//! ([`count_pieces`]). The two fail in different zones, so the default, [`PocketMethod::Split`],
+//! takes each board's nearer zone from the network and the farther one from the windows
+//! (measured in `docs/classifier.md`).
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::calibration::Calibration;
 use super::classify::{VisionModelError, find_model, patches_to_nchw, shape_matches, softmax_into};
+use super::geometry::Point;
 use super::model::{ModelOptions, OnnxModel, Output};
 use super::rectify::{Crops, PocketWindow};
 use crate::engine::BoardId;
@@ -37,6 +41,9 @@ pub enum PocketMethod {
     /// The counting network `models/pockets.onnx` on one patch per zone ([`PocketReader`]); it
     /// does not adapt to the set.
     Counts,
+    /// Both, each where it reads better: the counting network for each board's zone that is
+    /// larger in the image (nearer the camera), the windows for the other ([`near_zones`]).
+    Split,
 }
 
 /// Pocket reader settings (TOML section `[pockets]`, every field has a default).
@@ -62,7 +69,7 @@ pub struct PocketConfig {
 impl Default for PocketConfig {
     fn default() -> Self {
         PocketConfig {
-            method: PocketMethod::Counts,
+            method: PocketMethod::Split,
             window_step: 0.5,
             piece_threshold: 0.9,
             separation: 0.75,
@@ -74,8 +81,13 @@ impl Default for PocketConfig {
 }
 
 impl PocketConfig {
-    /// Checks the ranges (the window step is checked where the windows are cut).
+    /// Checks the ranges.
     pub fn validate(&self) -> Result<(), VisionModelError> {
+        if !(0.05..=4.0).contains(&self.window_step) {
+            return Err(VisionModelError::Config(
+                "pockets.window_step must be 0.05..=4 squares".into(),
+            ));
+        }
         if !(0.0..1.0).contains(&self.piece_threshold) {
             return Err(VisionModelError::Config(
                 "pockets.piece_threshold must be in [0, 1)".into(),
@@ -88,6 +100,25 @@ impl PocketConfig {
         }
         Ok(())
     }
+}
+
+/// Per zone (A White, A Black, B White, B Black), whether it is the larger of its board's two
+/// zones in the image (both on a tie): the zone nearer the camera, where the counting network
+/// reads well; the windows read the farther zones better (`docs/classifier.md`).
+pub fn near_zones(cal: &Calibration) -> [bool; ZONES] {
+    let area = |q: &[Point; 4]| {
+        let twice: f64 = (0..4)
+            .map(|i| {
+                let (a, b) = (q[i], q[(i + 1) % 4]);
+                a[0] * b[1] - b[0] * a[1]
+            })
+            .sum();
+        twice.abs() / 2.0
+    };
+    std::array::from_fn(|z| {
+        let zones = &cal.boards[z / 2].pockets;
+        area(&zones[z % 2]) >= area(&zones[1 - z % 2])
+    })
 }
 
 /// Counts the pieces in each zone from the square classifier's reading of its windows
@@ -163,6 +194,19 @@ pub struct PocketCounts {
 }
 
 impl PocketCounts {
+    /// Zone `z` from `near` where `use_near[z]`, else from `far`.
+    pub fn merge(near: &PocketCounts, far: &PocketCounts, use_near: [bool; ZONES]) -> PocketCounts {
+        PocketCounts {
+            zones: std::array::from_fn(|z| {
+                if use_near[z] {
+                    near.zones[z]
+                } else {
+                    far.zones[z]
+                }
+            }),
+        }
+    }
+
     /// The tracker's reading of `board`'s two pockets (White's zone, then Black's).
     pub fn reading(&self, board: BoardId) -> PocketReading {
         let b = board.index() * 2;
@@ -432,12 +476,18 @@ mod tests {
                 separation: -0.1,
                 ..PocketConfig::default()
             },
+            PocketConfig {
+                window_step: 0.0,
+                ..PocketConfig::default()
+            },
         ] {
             assert!(matches!(bad.validate(), Err(VisionModelError::Config(_))));
         }
         assert!(PocketConfig::default().validate().is_ok());
         let toml: PocketConfig = toml::from_str("method = \"pieces\"").unwrap();
         assert_eq!(toml.method, PocketMethod::Pieces);
+        let toml: PocketConfig = toml::from_str("method = \"split\"").unwrap();
+        assert_eq!(toml.method, PocketMethod::Split);
         assert!(toml::from_str::<PocketConfig>("method = \"guess\"").is_err());
     }
 
@@ -470,5 +520,31 @@ mod tests {
             PocketReader::from_path(&squares, &PocketConfig::default()),
             Err(VisionModelError::WrongIo { .. })
         ));
+    }
+
+    #[test]
+    fn the_network_reads_the_zones_nearer_the_camera_and_the_windows_the_others() {
+        use crate::vision::calibration::CalibrationConfig;
+        // Boards seen at an angle from below: the bottom edge is wider (nearer). Board A has
+        // a1 at the bottom (White near), board B has a1 at the top (White far).
+        let a = [[20.0, 180.0], [180.0, 180.0], [150.0, 40.0], [50.0, 40.0]];
+        let b = [[350.0, 40.0], [250.0, 40.0], [220.0, 180.0], [380.0, 180.0]];
+        let cal = Calibration::manual("t", (400, 200), [a, b], None, &CalibrationConfig::default())
+            .unwrap();
+        let near = near_zones(&cal);
+        assert_eq!(near, [true, false, false, true]);
+        let zone = |n: u8| ZoneCount {
+            counts: [n; ROLES],
+            confidence: [1.0; ROLES],
+        };
+        let network = PocketCounts {
+            zones: [zone(1); ZONES],
+        };
+        let windows = PocketCounts {
+            zones: [zone(2); ZONES],
+        };
+        let merged = PocketCounts::merge(&network, &windows, near);
+        let read: Vec<u8> = merged.zones.iter().map(|z| z.counts[0]).collect();
+        assert_eq!(read, [1, 2, 2, 1]);
     }
 }

@@ -13,7 +13,9 @@ use super::calibration::{Calibration, CalibrationError};
 use super::classify::{
     ClassifierConfig, SQUARES_PER_FRAME, SquareClassifier, VisionModelError, start_labels,
 };
-use super::pockets::{PocketConfig, PocketCounts, PocketMethod, PocketReader, count_pieces};
+use super::pockets::{
+    PocketConfig, PocketCounts, PocketMethod, PocketReader, ZONES, count_pieces, near_zones,
+};
 use super::rectify::{Crops, Rectifier, RectifyConfig};
 use crate::engine::BoardId;
 use crate::tracker::{Observation, ObservationError, SquareClass};
@@ -114,6 +116,12 @@ enum PocketSource {
     Pieces(PocketConfig),
     /// The counting network.
     Counts(PocketReader),
+    /// The network for the zones marked in `near`, the windows for the others.
+    Split {
+        network: PocketReader,
+        config: PocketConfig,
+        near: [bool; ZONES],
+    },
 }
 
 impl FrameReader {
@@ -136,15 +144,34 @@ impl FrameReader {
         let pockets = match (config.without_pockets, config.pockets.method) {
             (true, _) => PocketSource::None,
             (false, PocketMethod::Pieces) => {
-                rectifier.add_pocket_windows(cal, config.pockets.window_step)?;
+                rectifier.add_pocket_windows(cal, config.pockets.window_step, [true; ZONES])?;
                 PocketSource::Pieces(config.pockets.clone())
             }
-            (false, PocketMethod::Counts) => {
+            (false, PocketMethod::Counts | PocketMethod::Split) => {
                 let p = PocketReader::load(&config.pockets)?;
                 if (c.pocket_w, c.pocket_h) != p.patch_size() {
                     return Err(size_error((c.pocket_w, c.pocket_h), p.patch_size()).into());
                 }
-                PocketSource::Counts(p)
+                if config.pockets.method == PocketMethod::Split {
+                    // Windows only where they are read: the zones farther from the camera. A
+                    // zone layout that cannot be tiled (a zone that does not map onto the
+                    // table) leaves every zone to the network, as `counts` would read it.
+                    let mut near = near_zones(cal);
+                    let step = config.pockets.window_step;
+                    if rectifier
+                        .add_pocket_windows(cal, step, near.map(|n| !n))
+                        .is_err()
+                    {
+                        near = [true; ZONES];
+                    }
+                    PocketSource::Split {
+                        network: p,
+                        config: config.pockets.clone(),
+                        near,
+                    }
+                } else {
+                    PocketSource::Counts(p)
+                }
             }
         };
         Ok(FrameReader {
@@ -182,6 +209,22 @@ impl FrameReader {
                 r.squares.get(SQUARES_PER_FRAME..).unwrap_or(&[]),
                 config,
             )),
+            PocketSource::Split {
+                network,
+                config,
+                near,
+            } => {
+                let windows = count_pieces(
+                    self.rectifier.pocket_windows(),
+                    r.squares.get(SQUARES_PER_FRAME..).unwrap_or(&[]),
+                    config,
+                );
+                Some(PocketCounts::merge(
+                    &network.read(&r.crops)?,
+                    &windows,
+                    *near,
+                ))
+            }
             PocketSource::None => None,
         };
         r.squares.truncate(SQUARES_PER_FRAME);
@@ -233,7 +276,7 @@ impl FrameReader {
     /// were empty in the last frame read (as at the start of a game): each of their windows
     /// keeps its empty look.
     pub fn remember_empty_pockets(&mut self, board: BoardId, empty: [bool; 2]) {
-        if !matches!(self.pockets, PocketSource::Pieces(_)) {
+        if matches!(self.pockets, PocketSource::None | PocketSource::Counts(_)) {
             return;
         }
         let windows: Vec<usize> = (self.rectifier.pocket_windows().iter().enumerate())

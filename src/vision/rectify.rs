@@ -365,14 +365,16 @@ impl Rectifier {
         self.square_quads.get(k).copied()
     }
 
-    /// Tiles every pocket zone of `cal` (the calibration this rectifier was built from) with
-    /// windows one square wide, centres at most `step` squares apart and at least half a
-    /// square inside the zone; from now on they are cut after the squares (see
-    /// [`Crops::windows`]). Replaces earlier windows; returns how many there are.
+    /// Tiles the pocket zones of `cal` (the calibration this rectifier was built from) marked in
+    /// `zones` (A White, A Black, B White, B Black) with windows one square wide, centres at
+    /// most `step` squares apart and at least half a square inside the zone; from now on they
+    /// are cut after the squares (see [`Crops::windows`]). Replaces earlier windows; returns how
+    /// many there are.
     pub fn add_pocket_windows(
         &mut self,
         cal: &Calibration,
         step: f64,
+        zones: [bool; 4],
     ) -> Result<usize, CalibrationError> {
         if !(0.05..=4.0).contains(&step) {
             return Err(CalibrationError::Invalid(format!(
@@ -390,6 +392,9 @@ impl Rectifier {
                 CalibrationError::Invalid(format!("board {}: singular homography", board.label))
             })?;
             for (side, pq) in board.pockets.iter().enumerate() {
+                if !zones[2 * b + side] {
+                    continue;
+                }
                 let on_table = pq.map(|p| back.map(p));
                 let range = |axis: usize| {
                     let v = on_table.map(|p| p[axis]);
@@ -587,9 +592,19 @@ mod tests {
         let cal = side_by_side();
         let plain = Rectifier::new(&cal, &RectifyConfig::default()).unwrap();
         let mut r = plain.clone();
-        assert!(r.add_pocket_windows(&cal, 0.0).is_err());
+        assert!(r.add_pocket_windows(&cal, 0.0, [true; 4]).is_err());
         // Default zones are 2.36 × 3.64 squares: 4 × 7 windows each.
-        assert_eq!(r.add_pocket_windows(&cal, 0.5).unwrap(), 4 * 28);
+        assert_eq!(
+            r.add_pocket_windows(&cal, 0.5, [false, true, true, false])
+                .unwrap(),
+            2 * 28
+        );
+        assert!(
+            r.pocket_windows()
+                .iter()
+                .all(|w| w.zone == 1 || w.zone == 2)
+        );
+        assert_eq!(r.add_pocket_windows(&cal, 0.5, [true; 4]).unwrap(), 4 * 28);
         for zone in 0..4 {
             let board = &cal.boards[zone / 2];
             let back = board.homography.inverse().unwrap();
@@ -616,12 +631,12 @@ mod tests {
             }
         }
         // Again: replaced, not added.
-        assert_eq!(r.add_pocket_windows(&cal, 0.5).unwrap(), 112);
+        assert_eq!(r.add_pocket_windows(&cal, 0.5, [true; 4]).unwrap(), 112);
         // A zone that does not map onto the table (board B, after board A's windows were
         // built) is refused and leaves the windows as they were.
         let mut broken = cal.clone();
         broken.boards[1].pockets[1] = [[f64::NAN; 2]; 4];
-        assert!(r.add_pocket_windows(&broken, 0.5).is_err());
+        assert!(r.add_pocket_windows(&broken, 0.5, [true; 4]).is_err());
         assert_eq!(r.pocket_windows().len(), 112);
         // A blob at one of board B's window centres shows at the bottom middle of its patch
         // (the square at the bottom, the space above it over the rest); squares are unchanged.
