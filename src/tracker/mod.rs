@@ -441,6 +441,10 @@ pub struct TrackerConfig {
     /// The most moves a rewind may take back (0 = none): the longer the chain decoded again,
     /// the likelier it is wrong in turn.
     pub rewind_moves: u32,
+    /// Whether a capture the tracker only guessed (its move's `reading.guess`) may raise
+    /// `handover_missing` when its piece does not reach the partner's pocket. Such captures
+    /// are wrong about half the time, and a wrong one expects a hand-over nobody owes.
+    pub guessed_capture_alerts: bool,
     /// A press whose move did not stand is looked at in the view that followed it: its side
     /// pressed again before the other side did (when the clock feed names who pressed), or,
     /// without sides, a decision commits fewer moves than presses and leaves it between them.
@@ -496,6 +500,7 @@ impl Default for TrackerConfig {
             overdue_tie_presses: 4,
             rewind_nats: 8.0,
             rewind_moves: 3,
+            guessed_capture_alerts: true,
             taken_back_nats: 4.0,
             taken_back_misfit_squares: 1,
         }

@@ -78,6 +78,8 @@ struct Handover {
     role: Role,
     captured_ts: u64,
     reported: bool,
+    /// Whether its absence may be alerted on (not when the capture was only guessed).
+    alertable: bool,
     /// The receiving zone's look from before the capture (when known).
     before: Option<(u64, PocketLook)>,
     /// Consecutive calm readings in which the zone's look differed from `before`.
@@ -132,6 +134,18 @@ impl PocketWatcher {
     /// A piece left `from` (captured) at `ts`: it must appear in `piece.color`'s pocket on the
     /// other board.
     pub fn on_capture(&mut self, from: BoardId, piece: Piece, ts: u64) {
+        self.capture(from, piece, ts, true);
+    }
+
+    /// As [`PocketWatcher::on_capture`] for a capture the tracker only guessed
+    /// ([`crate::rules::MoveReading::guess`]): the hand-over is expected (it explains a short
+    /// pocket) but its absence raises no `handover_missing`, since the capture may not have
+    /// happened.
+    pub fn on_guessed_capture(&mut self, from: BoardId, piece: Piece, ts: u64) {
+        self.capture(from, piece, ts, false);
+    }
+
+    fn capture(&mut self, from: BoardId, piece: Piece, ts: u64, alertable: bool) {
         if piece.role != Role::King {
             let zone = &self.zones[from.other().index()][piece.color.index()];
             let before = zone
@@ -146,6 +160,7 @@ impl PocketWatcher {
                 role: piece.role,
                 captured_ts: ts,
                 reported: false,
+                alertable,
                 before,
                 changed_run: 0,
             });
@@ -304,6 +319,7 @@ impl PocketWatcher {
                     let alertable = unexplained > excused;
                     unexplained -= 1;
                     if alertable
+                        && h.alertable
                         && confirmed
                         && !h.reported
                         && ts.saturating_sub(h.captured_ts) >= self.grace_ms
@@ -574,6 +590,34 @@ mod tests {
                     .is_empty()
             );
         }
+    }
+
+    #[test]
+    fn a_guessed_capture_expects_its_hand_over_but_raises_no_alert() {
+        let t = table_with_white_knight_in_a_pocket();
+        let run = |guessed: bool| {
+            let mut w = PocketWatcher::new(1000);
+            if guessed {
+                w.on_guessed_capture(BoardId::B, WHITE_KNIGHT, 0);
+            } else {
+                w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+            }
+            let mut events = Vec::new();
+            for ts in (100..=3000).step_by(100) {
+                events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
+            }
+            (events, w.pending(BoardId::A))
+        };
+        let (sure, pending) = run(false);
+        assert!(
+            matches!(sure.as_slice(), [EventBody::HandoverMissing { .. }]),
+            "{sure:?}"
+        );
+        assert_eq!(pending, 1);
+        // The guessed capture still explains the empty pocket (no `hidden_pocket` either).
+        let (guessed, pending) = run(true);
+        assert!(guessed.is_empty(), "{guessed:?}");
+        assert_eq!(pending, 1);
     }
 
     #[test]

@@ -1476,7 +1476,11 @@ impl Tracker {
         let table = self.referee.table();
         // Whatever reached the other board's pockets is a pending hand-over.
         for piece in pieces_added(&before, &partner_pockets(table, b)) {
-            self.pockets.on_capture(b, piece, ts);
+            if reading.guess && !self.cfg.guessed_capture_alerts {
+                self.pockets.on_guessed_capture(b, piece, ts);
+            } else {
+                self.pockets.on_capture(b, piece, ts);
+            }
         }
         if let crate::engine::Move::Drop { role, .. } = mv {
             let held = table.board(b).pocket(mover).count(role);
