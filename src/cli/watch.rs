@@ -260,6 +260,19 @@ pub fn eval_game_cmd(args: EvalGameArgs) -> anyhow::Result<()> {
             report.latency_ms.p50,
             report.latency_ms.p99
         );
+        for (board, c) in ["A", "B"].iter().zip(&report.courses) {
+            if let Some(k) = c.first_wrong {
+                println!(
+                    "  board {board}: astray from move {} ({})",
+                    k + 1,
+                    if c.desync_raised {
+                        "desync raised"
+                    } else {
+                        "no desync raised"
+                    }
+                );
+            }
+        }
         let r = &report.readings;
         println!(
             "  sure moves right {}/{}, guesses right {}/{}",

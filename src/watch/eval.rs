@@ -230,6 +230,8 @@ pub struct GameEval {
     /// each committed and right.
     pub readings: ReadingScore,
     pub game_all_right: bool,
+    /// Per board, whether its moves went astray and whether the tracker said so.
+    pub courses: [BoardCourse; 2],
     pub incidents: Vec<IncidentScore>,
     /// The reader's pocket counts against the truth (frames without a hand over the board).
     pub pockets: PocketScore,
@@ -253,6 +255,35 @@ pub struct GameEval {
     /// Every tracker decision, with [`GameEvalOptions::trace`] (not in the JSON report).
     #[serde(skip)]
     pub decisions: Vec<Decision>,
+}
+
+/// Where a board's committed moves first left the truth, and whether the tracker raised a
+/// `desync` (lost) on that board at all: a board that goes astray without one leaves an arbiter
+/// trusting a wrong position.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct BoardCourse {
+    /// The index of the first committed move that is not the true move at that index (`None`
+    /// when the committed moves are the truth or a beginning of it).
+    pub first_wrong: Option<usize>,
+    pub desync_raised: bool,
+}
+
+impl BoardCourse {
+    /// `committed` against `truth`, with whether a desync was raised.
+    pub fn of(committed: &[String], truth: &[String], desync_raised: bool) -> BoardCourse {
+        BoardCourse {
+            first_wrong: committed
+                .iter()
+                .enumerate()
+                .position(|(i, m)| truth.get(i) != Some(m)),
+            desync_raised,
+        }
+    }
+
+    /// Astray and no desync said so.
+    pub fn astray_unannounced(&self) -> bool {
+        self.first_wrong.is_some() && !self.desync_raised
+    }
 }
 
 /// How the reader's pocket counts compared with the truth, over the pocket zones of every frame
@@ -547,6 +578,19 @@ pub fn eval_game(
         move_accuracy: right as f64 / moves_truth.max(moves_committed).max(1) as f64,
         readings,
         game_all_right: all_right,
+        courses: [0, 1].map(|b| {
+            let desync = events.iter().any(|e| {
+                e.event.board.map(BoardId::index) == Some(b)
+                    && matches!(
+                        e.event.body,
+                        EventBody::Desync {
+                            state: DesyncState::Lost,
+                            ..
+                        }
+                    )
+            });
+            BoardCourse::of(&committed[b], &truth[b], desync)
+        }),
         incidents: scores,
         pockets: pocket_score.lock().map(|s| s.clone()).unwrap_or_default(),
         desyncs,
@@ -730,6 +774,26 @@ mod tests {
         assert!(on_incident_board(&inc("hidden-pocket"), b, b));
         assert!(on_incident_board(&inc("illegal-move"), b, b));
         assert!(!on_incident_board(&inc("illegal-move"), a, b));
+    }
+
+    #[test]
+    fn a_board_is_astray_from_its_first_move_that_is_not_the_truth() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let truth = s(&["e2e4", "e7e5", "g1f3"]);
+        let course = |committed: &[&str], desync| BoardCourse::of(&s(committed), &truth, desync);
+        // Behind is not astray; a wrong move, or one more than was played, is.
+        assert_eq!(course(&["e2e4", "e7e5"], false).first_wrong, None);
+        assert_eq!(
+            course(&["e2e4", "e7e6", "g1f3"], false).first_wrong,
+            Some(1)
+        );
+        assert_eq!(
+            course(&["e2e4", "e7e5", "g1f3", "b8c6"], false).first_wrong,
+            Some(3)
+        );
+        assert!(course(&["e2e3"], false).astray_unannounced());
+        assert!(!course(&["e2e3"], true).astray_unannounced());
+        assert!(!course(&["e2e4"], false).astray_unannounced());
     }
 
     #[test]
