@@ -22,7 +22,14 @@ use super::{Tracker, TrackerConfig};
 /// The moves that stand on each board after `events` (UCI, in order): every `move`, less those a
 /// later `move_retracted` for a misread took back.
 pub fn moves_standing<'a>(events: impl IntoIterator<Item = &'a Event>) -> [Vec<String>; 2] {
-    standing_readings(events).map(|moves| moves.into_iter().map(|(uci, _)| uci).collect())
+    ucis(&standing_readings(events))
+}
+
+/// The moves of [`standing_readings`] without their readings.
+pub fn ucis(standing: &[Vec<(String, Option<MoveReading>)>; 2]) -> [Vec<String>; 2] {
+    standing
+        .each_ref()
+        .map(|moves| moves.iter().map(|(uci, _)| uci.clone()).collect())
 }
 
 /// [`moves_standing`] with how surely each move was read (`None` for moves not read by the
@@ -63,9 +70,9 @@ pub struct ReadingScore {
 impl ReadingScore {
     /// Scores one board's standing moves against its true moves.
     pub fn of_board(standing: &[(String, Option<MoveReading>)], truth: &[String]) -> ReadingScore {
-        let ucis: Vec<String> = standing.iter().map(|(u, _)| u.clone()).collect();
+        let moves: Vec<String> = standing.iter().map(|(u, _)| u.clone()).collect();
         let mut score = ReadingScore::default();
-        for ((_, reading), right) in standing.iter().zip(lcs_members(&ucis, truth)) {
+        for ((_, reading), right) in standing.iter().zip(lcs_members(&moves, truth)) {
             let tally = if reading.is_some_and(|r| r.guess) {
                 &mut score.guessed
             } else {
@@ -281,7 +288,7 @@ pub fn eval_game(
         events.extend(out);
     }
     let standing = standing_readings(&events);
-    let committed = moves_standing(&events);
+    let committed = ucis(&standing);
     let mut right = 0;
     let mut all_right = true;
     let mut readings = ReadingScore::default();

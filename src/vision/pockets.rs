@@ -51,18 +51,19 @@ pub enum PocketMethod {
 #[serde(default, deny_unknown_fields)]
 pub struct PocketConfig {
     pub method: PocketMethod,
-    /// `pieces`: most distance between neighbouring window centres, in squares.
+    /// `pieces`, `split`: most distance between neighbouring window centres, in squares.
     pub window_step: f64,
-    /// `pieces`: how sure a window must be of a piece (any droppable role, either colour) for
-    /// the piece to be counted.
+    /// `pieces`, `split`: how sure a window must be of a piece (any droppable role, either
+    /// colour) for the piece to be counted.
     pub piece_threshold: f32,
-    /// `pieces`: windows closer than this (squares) to a counted piece see that same piece.
+    /// `pieces`, `split`: windows closer than this (squares) to a counted piece see that same
+    /// piece.
     pub separation: f64,
-    /// `counts`: the pocket model; `None` searches `models/pockets.onnx`.
+    /// `counts`, `split`: the pocket model; `None` searches `models/pockets.onnx`.
     pub model: Option<PathBuf>,
-    /// `counts`: ONNX Runtime intra-op threads.
+    /// `counts`, `split`: ONNX Runtime intra-op threads.
     pub threads: usize,
-    /// `counts`: let idle ONNX Runtime workers spin.
+    /// `counts`, `split`: let idle ONNX Runtime workers spin.
     pub spinning: bool,
 }
 

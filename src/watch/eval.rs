@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::engine::{BoardId, Position};
 use crate::rules::{DesyncState, Event, EventBody, MoveReading, RuleSet};
-use crate::tracker::eval::{ReadingScore, lcs, standing_readings};
+use crate::tracker::eval::{ReadingScore, lcs, standing_readings, ucis};
 use crate::tracker::{Decision, PocketReading};
 use crate::vision::{Calibration, CalibrationConfig, Point};
 
@@ -458,7 +458,7 @@ pub fn eval_game(
     })?;
 
     let standing = standing_readings(events.iter().map(|e| &e.event));
-    let committed = crate::tracker::moves_standing(events.iter().map(|e| &e.event));
+    let committed = ucis(&standing);
     let latencies: Vec<_> = events
         .iter()
         .filter(|e| matches!(e.event.body, EventBody::Move { .. }))
