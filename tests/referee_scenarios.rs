@@ -843,3 +843,24 @@ fn a_retracted_misread_move_is_undone_and_its_capture_comes_back() {
         absent: &["illegal_move"],
     });
 }
+
+#[test]
+fn a_move_read_by_the_camera_keeps_its_reading_in_the_move_event() {
+    // The daemon journals the tracker's moves as actions and its own referee makes the `move`
+    // events: the reading must survive that path (and a replay of the journal).
+    let events = run(&Scenario {
+        cite: "docs/referee.md, move actions",
+        rules: "fics",
+        start: Some("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1"),
+        actions: json!([
+            {"board": "A", "move": "e2e4", "reading": {"lead": 0.4, "guess": true}},
+            {"board": "A", "move": "e7e5"}
+        ]),
+        expect: json!([]),
+        absent: &[],
+    });
+    let moves: Vec<&Value> = events.iter().filter(|e| e["type"] == "move").collect();
+    assert_eq!(moves.len(), 2, "{events:?}");
+    assert_eq!(moves[0]["reading"], json!({"lead": 0.4, "guess": true}));
+    assert!(moves[1].get("reading").is_none(), "{:?}", moves[1]);
+}

@@ -455,6 +455,7 @@ mod tests {
             action: Action::Move {
                 board,
                 notation: notation.into(),
+                reading: None,
             },
             ts: None,
         }

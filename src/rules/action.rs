@@ -7,13 +7,19 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::event::MoveReading;
 use crate::engine::{BoardId, Color};
 
 /// One thing that happened at the table.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
-    /// A move on a board, in UCI (`e2e4`, `N@f3`, steal `e7e8^d1`) or SAN (`Nf3`, `N@f3`).
-    Move { board: BoardId, notation: String },
+    /// A move on a board, in UCI (`e2e4`, `N@f3`, steal `e7e8^d1`) or SAN (`Nf3`, `N@f3`);
+    /// `reading`, from the camera tracker, goes into the `move` event as it is.
+    Move {
+        board: BoardId,
+        notation: String,
+        reading: Option<MoveReading>,
+    },
     /// The player to move on `board` pressed the clock: his move is complete.
     Press { board: BoardId },
     /// A flag fell (time exceeded) and was pointed out.
@@ -69,6 +75,7 @@ struct RawAction {
     board: Option<BoardId>,
     #[serde(rename = "move")]
     mv: Option<String>,
+    reading: Option<MoveReading>,
     press: Option<BoardId>,
     retract: Option<BoardId>,
     flag: Option<BoardColor>,
@@ -104,9 +111,13 @@ impl TimedAction {
             let board = raw
                 .board
                 .ok_or_else(|| shape("a `move` needs a `board`".into()))?;
-            found.push(Action::Move { board, notation });
-        } else if raw.board.is_some() {
-            return Err(shape("`board` given without a `move`".into()));
+            found.push(Action::Move {
+                board,
+                notation,
+                reading: raw.reading,
+            });
+        } else if raw.board.is_some() || raw.reading.is_some() {
+            return Err(shape("`board` or `reading` given without a `move`".into()));
         }
         if let Some(board) = raw.press {
             found.push(Action::Press { board });
@@ -158,7 +169,16 @@ impl Action {
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::json;
         match self {
-            Action::Move { board, notation } => json!({"board": board, "move": notation}),
+            Action::Move {
+                board,
+                notation,
+                reading: None,
+            } => json!({"board": board, "move": notation}),
+            Action::Move {
+                board,
+                notation,
+                reading: Some(reading),
+            } => json!({"board": board, "move": notation, "reading": reading}),
             Action::Press { board } => json!({"press": board}),
             Action::Retract { board } => json!({"retract": board}),
             Action::Flag { board, color } => json!({"flag": {"board": board, "color": color}}),
@@ -204,6 +224,15 @@ mod tests {
                 Action::Move {
                     board: BoardId::A,
                     notation: "e2e4".into(),
+                    reading: None,
+                },
+            ),
+            (
+                json!({"board": "B", "move": "N@f3", "reading": {"lead": 0.5, "guess": true}}),
+                Action::Move {
+                    board: BoardId::B,
+                    notation: "N@f3".into(),
+                    reading: Some(MoveReading::new(0.5, true)),
                 },
             ),
             (json!({"press": "B"}), Action::Press { board: BoardId::B }),

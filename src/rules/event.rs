@@ -150,7 +150,7 @@ pub struct MoveReading {
     /// Nats by which the committed explanation led the runner-up; absent when nothing else
     /// explained the view.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lead: Option<f32>,
+    pub lead: Option<f64>,
     /// Committed without the usual lead over the runner-up (an overdue press's best guess).
     pub guess: bool,
 }
@@ -159,7 +159,10 @@ impl MoveReading {
     /// A reading with lead `lead` (nats; infinite when nothing else explained the view).
     pub fn new(lead: f32, guess: bool) -> MoveReading {
         MoveReading {
-            lead: lead.is_finite().then_some((lead * 100.0).round() / 100.0),
+            // Two decimals, as a double so that the JSON shows them without float noise.
+            lead: lead
+                .is_finite()
+                .then_some((f64::from(lead) * 100.0).round() / 100.0),
             guess,
         }
     }
@@ -311,7 +314,7 @@ mod tests {
         let guessed = mv(Some(MoveReading::new(0.4321, true)));
         let json = serde_json::to_value(&guessed).unwrap();
         assert_eq!(json["reading"]["guess"], true);
-        assert_eq!(json["reading"]["lead"].as_f64(), Some(0.43f32 as f64));
+        assert_eq!(json["reading"]["lead"], serde_json::json!(0.43));
         assert_eq!(serde_json::from_value::<Event>(json).unwrap(), guessed);
         let json = serde_json::to_value(mv(Some(MoveReading::new(f32::INFINITY, false)))).unwrap();
         assert!(json["reading"].get("lead").is_none(), "{json}");

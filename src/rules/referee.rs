@@ -184,6 +184,7 @@ impl Referee {
         let action = Action::Move {
             board,
             notation: notation.to_string(),
+            reading: None,
         };
         self.apply_timed(TimedAction { ts, action }, clock_ms)
     }
@@ -209,7 +210,22 @@ impl Referee {
         events: &mut Vec<Event>,
     ) -> Vec<Decision> {
         match action {
-            Action::Move { board, notation } => self.on_move(board, &notation, clock_ms, events),
+            Action::Move {
+                board,
+                notation,
+                reading,
+            } => {
+                let from = events.len();
+                let decisions = self.on_move(board, &notation, clock_ms, events);
+                for e in &mut events[from..] {
+                    if let (EventBody::Move { reading: r, .. }, Some(b)) = (&mut e.body, e.board)
+                        && b == board
+                    {
+                        *r = reading;
+                    }
+                }
+                decisions
+            }
             Action::Press { board } => {
                 self.on_press(board, events);
                 Vec::new()

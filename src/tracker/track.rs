@@ -1459,6 +1459,7 @@ impl Tracker {
         let action = Action::Move {
             board: b,
             notation: mv.to_uci().to_string(),
+            reading: Some(reading),
         };
         let timed = TimedAction {
             ts: Some(ts),
@@ -1466,13 +1467,6 @@ impl Tracker {
         };
         self.applied.push(timed.clone());
         let mut events = self.referee.apply(timed);
-        for e in &mut events {
-            if let (EventBody::Move { reading: r, .. }, Some(eb)) = (&mut e.body, e.board)
-                && eb == b
-            {
-                *r = Some(reading);
-            }
-        }
         let table = self.referee.table();
         // Whatever reached the other board's pockets is a pending hand-over.
         for piece in pieces_added(&before, &partner_pockets(table, b)) {
@@ -2907,7 +2901,7 @@ mod tests {
         assert!(!sure.guess);
         assert!(
             sure.lead
-                .is_none_or(|l| l >= TrackerConfig::default().commit_margin),
+                .is_none_or(|l| l >= f64::from(TrackerConfig::default().commit_margin)),
             "{sure:?}"
         );
         // g1f3 seen as "f3 or h3" and committed only because its reply was pressed too.
@@ -2920,8 +2914,9 @@ mod tests {
         let guessed = readings(&ev);
         assert!(
             guessed.iter().all(|r| r.is_some_and(|r| r.guess
-                && r.lead
-                    .is_some_and(|l| l < TrackerConfig::default().commit_margin_pressed))),
+                && r.lead.is_some_and(|l| l < f64::from(
+                    TrackerConfig::default().commit_margin_pressed
+                )))),
             "{guessed:?}"
         );
     }
