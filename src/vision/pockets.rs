@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::calibration::Calibration;
 use super::classify::{VisionModelError, find_model, patches_to_nchw, shape_matches, softmax_into};
-use super::geometry::Point;
+use super::geometry::{Point, signed_area};
 use super::model::{ModelOptions, OnnxModel, Output};
 use super::rectify::{Crops, PocketWindow};
 use crate::engine::BoardId;
@@ -107,15 +107,7 @@ impl PocketConfig {
 /// zones in the image (both on a tie): the zone nearer the camera, where the counting network
 /// reads well; the windows read the farther zones better (`docs/classifier.md`).
 pub fn near_zones(cal: &Calibration) -> [bool; ZONES] {
-    let area = |q: &[Point; 4]| {
-        let twice: f64 = (0..4)
-            .map(|i| {
-                let (a, b) = (q[i], q[(i + 1) % 4]);
-                a[0] * b[1] - b[0] * a[1]
-            })
-            .sum();
-        twice.abs() / 2.0
-    };
+    let area = |q: &[Point; 4]| signed_area(q).abs();
     std::array::from_fn(|z| {
         let zones = &cal.boards[z / 2].pockets;
         area(&zones[z % 2]) >= area(&zones[1 - z % 2])
