@@ -1,5 +1,6 @@
 //! Rectification of one 1280×720 frame: 128 square patches (48×64) and 4 pocket patches from
-//! precomputed sampling maps; plus the drift check that runs every few seconds.
+//! precomputed sampling maps; plus the drift check (`watch::drift` runs it every 200 ms of frame
+//! time), on an unchanged frame and on a bumped one.
 //!
 //! `cargo bench --profile dev --bench vision_rectify`
 
@@ -47,6 +48,18 @@ fn bench(c: &mut Criterion) {
     });
     c.bench_function("drift_check_1280x720", |b| {
         b.iter(|| cal.check(&frame.image).expect("same size"))
+    });
+    // The camera bumped 7 px right and 4 px down: both lattices fail where they were calibrated
+    // and are searched for displaced (what a failing check costs).
+    let (w, h) = (frame.image.width(), frame.image.height());
+    let bumped = image::RgbImage::from_fn(w, h, |x, y| {
+        *frame.image.get_pixel(
+            x.saturating_sub(7).min(w - 1),
+            y.saturating_sub(4).min(h - 1),
+        )
+    });
+    c.bench_function("drift_check_1280x720_bumped", |b| {
+        b.iter(|| cal.check(&bumped).expect("same size"))
     });
 }
 

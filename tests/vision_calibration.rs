@@ -436,3 +436,61 @@ fn a_small_low_frame_is_also_searched_enlarged() {
         "worst corner {native} squares at the frame's own size"
     );
 }
+
+/// `frame` moved by (`dx`, `dy`) whole pixels, the uncovered border in a flat grey.
+fn translated(frame: &image::RgbImage, dx: i64, dy: i64) -> image::RgbImage {
+    image::RgbImage::from_fn(frame.width(), frame.height(), |x, y| {
+        let (sx, sy) = (x as i64 - dx, y as i64 - dy);
+        if sx < 0 || sy < 0 || sx >= frame.width() as i64 || sy >= frame.height() as i64 {
+            image::Rgb([128, 128, 128])
+        } else {
+            *frame.get_pixel(sx as u32, sy as u32)
+        }
+    })
+}
+
+#[test]
+fn a_moved_camera_shows_the_lattice_displaced_and_a_covered_board_shows_it_nowhere() {
+    let pieces = PieceSet::builtin();
+    let s = settings("tripod", 5, 960, 540);
+    let frame = sim::render_table(START, &pieces, &s).unwrap();
+    let cal = Calibration::detect(&frame.image, "t", &CalibrationConfig::default()).unwrap();
+    let d = cal.check(&frame.image).unwrap();
+    assert_eq!(d.moved, [false; 2], "{d:?}");
+    assert_eq!(
+        d.shift, [None; 2],
+        "nothing searched where the lattice holds: {d:?}"
+    );
+
+    // The whole picture 7 px right and 4 px down: both lattices are found there.
+    let d = cal.check(&translated(&frame.image, 7, 4)).unwrap();
+    assert_eq!(d.moved, [true; 2], "{d:?}");
+    for shift in d.shift {
+        let [x, y] = shift.unwrap_or_else(|| panic!("no displaced lattice: {d:?}"));
+        assert!(
+            (x - 7.0).abs() <= 3.0 && (y - 4.0).abs() <= 3.0,
+            "found at ({x:.1}, {y:.1}): {d:?}"
+        );
+    }
+
+    // A dark "arm" over board A: its lattice does not confirm, and shows nowhere else; board B
+    // is untouched.
+    let c = &cal.boards[0].corners;
+    let (x0, x1) = (
+        c.iter().map(|p| p[0]).fold(f64::MAX, f64::min) as u32,
+        c.iter().map(|p| p[0]).fold(0.0, f64::max) as u32,
+    );
+    let (y0, y1) = (
+        c.iter().map(|p| p[1]).fold(f64::MAX, f64::min) as u32,
+        c.iter().map(|p| p[1]).fold(0.0, f64::max) as u32,
+    );
+    let mut covered = frame.image.clone();
+    for y in y0..y1.min(covered.height()) {
+        for x in x0..x1.min(covered.width()) {
+            covered.put_pixel(x, y, image::Rgb([40, 30, 25]));
+        }
+    }
+    let d = cal.check(&covered).unwrap();
+    assert_eq!(d.moved, [true, false], "{d:?}");
+    assert_eq!(d.shift, [None, None], "{d:?}");
+}

@@ -203,3 +203,91 @@ fn eval_motion_trace_has_one_line_per_frame_with_cues() {
         .sum();
     assert_eq!(over, r["over_board_frames"].as_u64().unwrap());
 }
+
+/// A copy of the fixture game in which the camera is bumped at `from_frame`: every later frame
+/// moved by (`dx`, `dy`) pixels, the uncovered border filled with the nearest pixel.
+fn bumped_fixture(dir: &std::path::Path, from_frame: usize, dx: i64, dy: i64) {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sim-game");
+    std::fs::create_dir_all(dir.join("frames")).unwrap();
+    for f in ["clock.jsonl", "truth.jsonl", "game.json"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let mut names: Vec<_> = std::fs::read_dir(src.join("frames"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    for (i, name) in names.iter().enumerate() {
+        let (from, to) = (src.join("frames").join(name), dir.join("frames").join(name));
+        if i < from_frame {
+            std::fs::copy(&from, &to).unwrap();
+            continue;
+        }
+        let img = image::open(&from).unwrap().to_rgb8();
+        let (w, h) = (img.width() as i64, img.height() as i64);
+        let moved = image::RgbImage::from_fn(img.width(), img.height(), |x, y| {
+            let sx = (x as i64 - dx).clamp(0, w - 1) as u32;
+            let sy = (y as i64 - dy).clamp(0, h - 1) as u32;
+            *img.get_pixel(sx, sy)
+        });
+        // JPEG at quality 92, so that recompression alone costs the reader little.
+        let out = std::io::BufWriter::new(std::fs::File::create(&to).unwrap());
+        image::codecs::jpeg::JpegEncoder::new_with_quality(out, 92)
+            .encode_image(&moved)
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_bumped_camera_is_reported_and_the_boards_are_found_again() {
+    let dir = tempfile::tempdir().unwrap();
+    // Frame 100 is 10 s into the game; 3 px right and 2 px down is a quarter of a square here.
+    bumped_fixture(dir.path(), 100, 3, 2);
+    let off = dir.path().join("off.toml");
+    std::fs::write(&off, "[drift]\ncheck_every_ms = 0\n").unwrap();
+    let game = dir.path().to_str().unwrap();
+    let eval = |extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "game",
+            game,
+            "--games",
+            "fixtures/games/fics-1921708.bpgn",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json(&tandem(&args))
+    };
+    let watched = eval(&[]);
+    let statuses: Vec<(u64, String)> = watched["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["type"] == "status")
+        .map(|a| {
+            (
+                a["ts"].as_u64().unwrap(),
+                a["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let at = |state: &str| statuses.iter().find(|s| s.1 == state).map(|s| s.0);
+    let lost = at("calibration_lost").unwrap_or_else(|| panic!("{statuses:?}"));
+    let found = at("recalibrated").unwrap_or_else(|| panic!("{statuses:?}"));
+    assert!(
+        (10_000..=12_000).contains(&lost) && (lost..=lost + 2000).contains(&found),
+        "{statuses:?}"
+    );
+    assert_eq!(statuses.len(), 2, "{statuses:?}");
+    // Without the calibration watch the patches are cut a quarter square off for the last
+    // half of the game, and the moves there are lost.
+    let unwatched = eval(&["--config", off.to_str().unwrap()]);
+    let (with, without) = (
+        watched["moves_right"].as_u64().unwrap(),
+        unwatched["moves_right"].as_u64().unwrap(),
+    );
+    assert!(
+        with >= without + 5,
+        "{with} moves right with the watch, {without} without"
+    );
+}

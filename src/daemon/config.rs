@@ -55,8 +55,9 @@ pub struct VisionConfig {
     /// arrives a little after the frames it follows is still handed to the tracker in time order.
     /// Moves committed at a press are not delayed by it; moves committed at stability are.
     pub hold_ms: u64,
-    /// Motion, tracker and reader settings (`[vision.watch.motion]`, `[vision.watch.tracker]`,
-    /// `[vision.watch.reader]`), as for `tandem watch --config`.
+    /// Motion, tracker, reader and calibration-watch settings (`[vision.watch.motion]`,
+    /// `[vision.watch.tracker]`, `[vision.watch.reader]`, `[vision.watch.drift]`), as for
+    /// `tandem watch --config`.
     pub watch: crate::watch::WatchConfig,
 }
 
@@ -440,6 +441,11 @@ impl DaemonConfig {
             .tracker
             .validate()
             .map_err(|e| format!("vision.watch.tracker: {e}"))?;
+        self.vision
+            .watch
+            .drift
+            .validate()
+            .map_err(|e| format!("vision.watch.{e}"))?;
         if self.mqtt.tls.is_some() && self.mqtt.needs_embedded_broker() {
             return Err(
                 "mqtt.tls needs mqtt.host: the embedded broker only speaks plain TCP".into(),

@@ -618,7 +618,7 @@ impl TableRuntime {
             Err(_) => String::new(),
         };
         let capture_alert = matches!(&event.body, EventBody::Status { state, .. }
-            if state == "camera_lost" || state == "camera_unavailable");
+            if matches!(state.as_str(), "camera_lost" | "camera_unavailable" | "calibration_lost"));
         if ALERT_TYPES.contains(&kind.as_str()) || capture_alert {
             self.alerts.insert(event.id.clone());
         }
@@ -933,18 +933,27 @@ mod tests {
     }
 
     #[test]
-    fn a_lost_camera_is_an_alert_until_acknowledged() {
+    fn a_lost_camera_or_calibration_is_an_alert_until_acknowledged() {
+        for state in ["camera_lost", "calibration_lost"] {
+            let mut t = TableRuntime::new(&spec()).unwrap();
+            let lost = t.process(&TableInput::Notice {
+                state: state.into(),
+                detail: "/dev/video0".into(),
+            });
+            let id = lost.events[0].id.clone();
+            assert_eq!(t.state()["open_alerts"], json!([id]), "{state}");
+            let ack = t.process(&arbiter(json!({"cmd": "ack_alert", "alert_id": id})));
+            assert!(
+                matches!(&ack.events[0].body, EventBody::Status { state, .. } if state == "alert_acknowledged")
+            );
+            assert_eq!(t.state()["open_alerts"], json!([]));
+        }
+        // A notice that is not a problem opens nothing.
         let mut t = TableRuntime::new(&spec()).unwrap();
-        let lost = t.process(&TableInput::Notice {
-            state: "camera_lost".into(),
-            detail: "/dev/video0".into(),
+        t.process(&TableInput::Notice {
+            state: "recalibrated".into(),
+            detail: String::new(),
         });
-        let id = lost.events[0].id.clone();
-        assert_eq!(t.state()["open_alerts"], json!([id]));
-        let ack = t.process(&arbiter(json!({"cmd": "ack_alert", "alert_id": id})));
-        assert!(
-            matches!(&ack.events[0].body, EventBody::Status { state, .. } if state == "alert_acknowledged")
-        );
         assert_eq!(t.state()["open_alerts"], json!([]));
     }
 }

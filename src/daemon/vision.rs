@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 
 use crate::engine::BoardId;
 use crate::evidence::Frame;
-use crate::rules::{Event, RuleSet};
+use crate::rules::{Event, EventBody, RuleSet};
 use crate::tracker::{Tracker, raised_by_tracker};
 use crate::vision::Calibration;
 use crate::watch::{OnnxReader, TableReader, WatchError, Watcher};
@@ -313,16 +313,17 @@ impl WatchLoop {
                 action: a.to_json(),
             })
             .collect();
-        inputs.extend(
-            events
-                .into_iter()
-                .filter(|e| raised_by_tracker(&e.body))
-                .map(|e| TableInput::Observed {
-                    board: e.board,
-                    ts: e.ts,
-                    body: e.body,
-                }),
-        );
+        inputs.extend(events.into_iter().filter_map(|e| match e.body {
+            // The calibration watch's findings (`calibration_lost`, `recalibrated`, …), as the
+            // camera's own notices are reported.
+            EventBody::Status { state, detail } => Some(TableInput::Notice { state, detail }),
+            body if raised_by_tracker(&body) => Some(TableInput::Observed {
+                board: e.board,
+                ts: e.ts,
+                body,
+            }),
+            _ => None,
+        }));
         self.send(inputs);
     }
 

@@ -1500,6 +1500,12 @@ impl Tracker {
         events
     }
 
+    /// An event raised outside the tracker by what watches it (the calibration watch), numbered
+    /// in the tracker's sequence so that its id is unique in the game.
+    pub fn notice(&mut self, ts: u64, board: Option<BoardId>, body: EventBody) -> Event {
+        self.event(ts, board, body)
+    }
+
     fn event(&mut self, ts: u64, board: Option<BoardId>, body: EventBody) -> Event {
         self.seq += 1;
         Event {

@@ -149,6 +149,13 @@ pub struct Drift {
     pub confirmed: [f64; 2],
     /// The same fraction at calibration time.
     pub reference: [f64; 2],
+    /// Per board (A, B), whether its lattice failed to confirm where it was calibrated (it
+    /// moved, the camera did, or something covers it).
+    pub moved: [bool; 2],
+    /// Per board that failed: the displacement (pixels) at which its lattice confirms as well as
+    /// half its calibration-time fraction, if there is one (see `displaced_lattice`): evidence
+    /// that the board or the camera moved rather than that a hand covers it.
+    pub shift: [Option<Point>; 2],
     /// Whether a board or the camera moved: recalibrate.
     pub recalibrate: bool,
 }
@@ -251,19 +258,80 @@ fn rotate(c: &[Point; 4], k: usize) -> [Point; 4] {
 /// Fraction of the 49 interior corners of a board that pass the X-corner test at their
 /// calibrated positions.
 pub fn lattice_confirmation(g: &Gray, h: &Homography) -> f64 {
-    let mut ok = 0;
+    let corners = interior_corners(h);
+    confirmed_at(g, &corners, [0.0, 0.0])
+}
+
+/// The 49 interior corners of a board in pixels (rank-major from b2), each with the radius of
+/// its X-corner ring test (a fifth of the local square, 2–6 px).
+fn interior_corners(h: &Homography) -> Vec<(Point, f64)> {
+    let mut out = Vec::with_capacity(49);
     for r in 1..8 {
         for f in 1..8 {
             let p = h.map([f as f64, r as f64]);
             let q = h.map([f as f64 + 1.0, r as f64]);
             let sq = ((p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2)).sqrt();
-            let rad = (0.2 * sq).clamp(2.0, 6.0);
-            if g.contains(p, rad + 2.0) && x_corner_contrast(g, p, rad, 15.0).is_some() {
-                ok += 1;
+            out.push((p, (0.2 * sq).clamp(2.0, 6.0)));
+        }
+    }
+    out
+}
+
+/// Fraction of `corners` that pass the X-corner test displaced by `offset` pixels.
+fn confirmed_at(g: &Gray, corners: &[(Point, f64)], offset: Point) -> f64 {
+    let ok = corners
+        .iter()
+        .filter(|&&(p, rad)| {
+            let p = [p[0] + offset[0], p[1] + offset[1]];
+            g.contains(p, rad + 2.0) && x_corner_contrast(g, p, rad, 15.0).is_some()
+        })
+        .count();
+    ok as f64 / corners.len().max(1) as f64
+}
+
+/// Where a board's lattice shows when it does not show at its calibrated place: the
+/// displacement (pixels, less than half a square either way, so that the lattice's own period
+/// cannot answer) at which most interior corners pass the X-corner test, and that fraction.
+/// A camera or board that moved shows its lattice displaced; a hand over the board shows it
+/// nowhere. The displacements are scanned with the 16 corners of every other line, and the
+/// best is measured with all 49.
+fn displaced_lattice(g: &Gray, h: &Homography) -> (Point, f64) {
+    let c = h.map([4.0, 4.0]);
+    let step_of = |d: Point| {
+        let q = h.map([4.0 + d[0], 4.0 + d[1]]);
+        (q[0] - c[0]).hypot(q[1] - c[1])
+    };
+    let square = step_of([1.0, 0.0]).min(step_of([0.0, 1.0]));
+    let reach = 0.45 * square;
+    // Nearer than this the X-corner test at the calibrated place would have passed.
+    let least = (0.15 * square).max(2.0);
+    let pitch = (0.1 * square).clamp(1.0, 3.0);
+    let n = (reach / pitch).floor() as i32;
+    let corners = interior_corners(h);
+    // Files and ranks 1, 3, 5, 7 of the 7 × 7 interior corners.
+    let sparse: Vec<(Point, f64)> = corners
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| (i / 7) % 2 == 0 && (i % 7) % 2 == 0)
+        .map(|(_, c)| *c)
+        .collect();
+    let mut best = ([0.0, 0.0], 0.0);
+    for iy in -n..=n {
+        for ix in -n..=n {
+            let d = [ix as f64 * pitch, iy as f64 * pitch];
+            if d[0].hypot(d[1]) < least {
+                continue;
+            }
+            let c = confirmed_at(g, &sparse, d);
+            if c > best.1 {
+                best = (d, c);
             }
         }
     }
-    ok as f64 / 49.0
+    if best.1 == 0.0 {
+        return best;
+    }
+    (best.0, confirmed_at(g, &corners, best.0))
 }
 
 impl BoardCalibration {
@@ -582,18 +650,28 @@ impl Calibration {
         let g = Gray::from_rgb(frame);
         let confirmed = [0, 1].map(|b| lattice_confirmation(&g, &self.boards[b].homography));
         let reference = [0, 1].map(|b| self.boards[b].lattice_reference);
-        let recalibrate = (0..2).any(|b| {
-            let r = if reference[b] > 0.0 {
+        // Half as many corners as at calibration time must confirm.
+        let need = [0, 1].map(|b| {
+            0.5 * if reference[b] > 0.0 {
                 reference[b]
             } else {
                 0.5
-            };
-            confirmed[b] < 0.5 * r
+            }
+        });
+        let moved = [0, 1].map(|b| confirmed[b] < need[b]);
+        let shift = [0, 1].map(|b| {
+            if !moved[b] {
+                return None;
+            }
+            let (d, c) = displaced_lattice(&g, &self.boards[b].homography);
+            (c >= need[b]).then_some(d)
         });
         Ok(Drift {
             confirmed,
             reference,
-            recalibrate,
+            moved,
+            shift,
+            recalibrate: moved.contains(&true),
         })
     }
 }

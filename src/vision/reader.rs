@@ -101,9 +101,21 @@ impl FrameReading {
     }
 }
 
+/// Windows only where the split reader reads them: the zones farther from the camera. A zone
+/// layout that cannot be tiled (a zone that does not map onto the table) leaves every zone to
+/// the network, as `counts` would read it. Returns which zones the network reads.
+fn split_windows(rectifier: &mut Rectifier, cal: &Calibration, step: f64) -> [bool; ZONES] {
+    let near = near_zones(cal);
+    match rectifier.add_pocket_windows(cal, step, near.map(|n| !n)) {
+        Ok(_) => near,
+        Err(_) => [true; ZONES],
+    }
+}
+
 /// Calibration + rectifier + square classifier + pocket reader for one table and camera.
 pub struct FrameReader {
     rectifier: Rectifier,
+    rectify: RectifyConfig,
     classifier: SquareClassifier,
     pockets: PocketSource,
     reading: FrameReading,
@@ -153,17 +165,7 @@ impl FrameReader {
                     return Err(size_error((c.pocket_w, c.pocket_h), p.patch_size()).into());
                 }
                 if config.pockets.method == PocketMethod::Split {
-                    // Windows only where they are read: the zones farther from the camera. A
-                    // zone layout that cannot be tiled (a zone that does not map onto the
-                    // table) leaves every zone to the network, as `counts` would read it.
-                    let mut near = near_zones(cal);
-                    let step = config.pockets.window_step;
-                    if rectifier
-                        .add_pocket_windows(cal, step, near.map(|n| !n))
-                        .is_err()
-                    {
-                        near = [true; ZONES];
-                    }
+                    let near = split_windows(&mut rectifier, cal, config.pockets.window_step);
                     PocketSource::Split {
                         network: p,
                         config: config.pockets.clone(),
@@ -176,10 +178,30 @@ impl FrameReader {
         };
         Ok(FrameReader {
             rectifier,
+            rectify: c.clone(),
             classifier,
             pockets,
             reading: FrameReading::empty(),
         })
+    }
+
+    /// Cuts the patches where `cal` (a new calibration of the same table: the camera or a board
+    /// moved) puts them, keeping the models and what the classifier learnt of this table. On an
+    /// error the reader cuts as before.
+    pub fn recalibrate(&mut self, cal: &Calibration) -> Result<(), ReadError> {
+        let mut rectifier = Rectifier::new(cal, &self.rectify)?;
+        match &mut self.pockets {
+            PocketSource::None | PocketSource::Counts(_) => {}
+            PocketSource::Pieces(config) => {
+                rectifier.add_pocket_windows(cal, config.window_step, [true; ZONES])?;
+            }
+            PocketSource::Split { config, near, .. } => {
+                *near = split_windows(&mut rectifier, cal, config.window_step);
+            }
+        }
+        self.rectifier = rectifier;
+        self.reading = FrameReading::empty();
+        Ok(())
     }
 
     /// Assembles a reader from loaded parts (patch sizes that the models do not take show up as
@@ -190,6 +212,7 @@ impl FrameReader {
         pockets: Option<PocketReader>,
     ) -> FrameReader {
         FrameReader {
+            rectify: rectifier.config().clone(),
             rectifier,
             classifier,
             pockets: pockets.map_or(PocketSource::None, PocketSource::Counts),

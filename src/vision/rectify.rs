@@ -301,6 +301,11 @@ fn run_taps(taps: &[Tap], src: &[u8], stride: usize, out: &mut [u8]) {
 }
 
 impl Rectifier {
+    /// The patch sizes and lifts the maps were built with.
+    pub fn config(&self) -> &RectifyConfig {
+        &self.config
+    }
+
     /// Precomputes the sampling maps of all 128 squares and 4 pockets.
     pub fn new(cal: &Calibration, config: &RectifyConfig) -> Result<Rectifier, CalibrationError> {
         cal.validate()?;

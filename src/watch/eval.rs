@@ -385,6 +385,14 @@ impl TableReader for PocketScoring {
         self.inner.adapt(frame, board, start)
     }
 
+    fn recalibrate(&mut self, cal: &Calibration) -> Result<(), WatchError> {
+        self.inner.recalibrate(cal)
+    }
+
+    fn trial_read(&mut self, frame: &RgbImage, ts: u64) -> Result<TableReading, WatchError> {
+        self.inner.trial_read(frame, ts)
+    }
+
     fn confirm(
         &mut self,
         frame: &RgbImage,
@@ -410,6 +418,7 @@ fn alert_type(e: &Event) -> Option<&'static str> {
         EventBody::IllegalMove { .. } => Some("illegal_move"),
         EventBody::HandoverMissing { .. } => Some("handover_missing"),
         EventBody::HiddenPocket { .. } => Some("hidden_pocket"),
+        EventBody::Status { state, .. } if state == "calibration_lost" => Some("calibration_lost"),
         _ => None,
     }
 }
@@ -550,7 +559,8 @@ pub fn eval_game(
                 || game.info.incidents.iter().any(|i| {
                     alert_for(&i.kind).is_some()
                         && (alert_for(&i.kind) == Some(t)
-                            || (t != "illegal_move" && i.kind != "illegal-move"))
+                            || (matches!(t, "hidden_pocket" | "handover_missing")
+                                && i.kind != "illegal-move"))
                         && on_incident_board(i, e.event.board, board_of(&i.board))
                         && e.event.ts >= i.ts_ms[0]
                         && e.event.ts <= i.ts_ms[1] + slack(&i.kind)

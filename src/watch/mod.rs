@@ -14,6 +14,7 @@
 //! when the first hand arrives before any such frame, on the first frame (the boards as they were
 //! before that hand: a stream is taken to start with the boards in view, as calibration needs).
 
+pub mod drift;
 pub mod eval;
 pub mod frames;
 mod onnx;
@@ -28,6 +29,7 @@ use crate::tracker::{Observation, PocketReading, SquareClass, SquareLook, Tracke
 use crate::vision::motion::{MotionConfig, MotionCues, MotionDetector, MotionError};
 use crate::vision::{Calibration, OcclusionMap};
 
+pub use drift::{CalibrationWatch, DriftConfig, DriftReport};
 pub use frames::{ClockFeed, ClockPress, FrameFile, list_frames};
 pub use onnx::OnnxReader;
 pub use simgame::{SimGameDir, TruthReader};
@@ -47,6 +49,8 @@ pub enum WatchError {
     Reader(String),
     #[error("watch config: {0}")]
     Config(String),
+    #[error(transparent)]
+    Calibration(#[from] crate::vision::CalibrationError),
 }
 
 impl WatchError {
@@ -90,6 +94,18 @@ pub trait TableReader: Send {
         Ok(false)
     }
 
+    /// Cuts the squares where `cal` (a new calibration of the same table: the camera or a board
+    /// moved) puts them from the next frame on, keeping what the reader learnt of the table.
+    fn recalibrate(&mut self, _cal: &Calibration) -> Result<(), WatchError> {
+        Ok(())
+    }
+
+    /// Reads `frame` only to judge a candidate calibration (nothing of it is recorded). By
+    /// default the same as [`TableReader::read`].
+    fn trial_read(&mut self, frame: &RgbImage, ts: u64) -> Result<TableReading, WatchError> {
+        self.read(frame, ts)
+    }
+
     /// Confirms that board `board` of `frame` (the frame just read) shows `position` (a position
     /// the tracker committed, on a calm frame): readers may keep it as a labelled example.
     fn confirm(
@@ -112,6 +128,8 @@ pub struct WatchConfig {
     pub reader: crate::vision::ReaderConfig,
     /// Do not adapt the reader on the start position.
     pub no_adapt: bool,
+    /// Watching the calibration (`[drift]`).
+    pub drift: DriftConfig,
 }
 
 impl WatchConfig {
@@ -122,6 +140,7 @@ impl WatchConfig {
         cfg.tracker
             .validate()
             .map_err(|e| WatchError::Config(e.to_string()))?;
+        cfg.drift.validate().map_err(WatchError::Config)?;
         Ok(cfg)
     }
 }
@@ -157,6 +176,9 @@ pub struct Watcher {
     first_frame: Option<RgbImage>,
     /// Which squares the tracked position's pieces may hide from this camera.
     occlusion: OcclusionMap,
+    /// The calibration in force and whether it still holds.
+    drift: CalibrationWatch,
+    motion_cfg: MotionConfig,
 }
 
 impl Watcher {
@@ -178,7 +200,14 @@ impl Watcher {
             frames: 0,
             first_frame: None,
             occlusion: OcclusionMap::new(cal),
+            drift: CalibrationWatch::new(cal.clone(), cfg.drift.clone()),
+            motion_cfg: cfg.motion.clone(),
         })
+    }
+
+    /// The calibration in force (a new one after the boards were found again).
+    pub fn calibration(&self) -> &Calibration {
+        self.drift.calibration()
     }
 
     /// The tracker (its referee's table is the watched position).
@@ -274,6 +303,122 @@ impl Watcher {
         }
     }
 
+    /// Checks the calibration when due ([`CalibrationWatch::observe`]); once it is lost, looks
+    /// for the boards in `frame` and takes them when the frame read through them shows the
+    /// tracked positions.
+    fn watch_calibration(
+        &mut self,
+        frame: &RgbImage,
+        ts: u64,
+        calm: [bool; 2],
+    ) -> Result<DriftOutcome, WatchError> {
+        let report = self.drift.observe(frame, ts, calm)?;
+        let mut events = Vec::new();
+        if let Some(d) = &report.lost {
+            let boards: Vec<&str> = [BoardId::A, BoardId::B]
+                .into_iter()
+                .filter(|b| report.blocked[b.index()])
+                .map(|b| if b == BoardId::A { "A" } else { "B" })
+                .collect();
+            let detail = format!(
+                "the camera or board {} moved: {} of the lattice corners confirm where the \
+                 calibration expects them ({} at calibration); such a board is not read until \
+                 the boards are found again",
+                boards.join(" and "),
+                percent(d.confirmed),
+                percent(d.reference),
+            );
+            events.push(self.status(ts, "calibration_lost", detail));
+        }
+        if report.restored {
+            events.push(self.status(
+                ts,
+                "calibration_restored",
+                "the boards are where they were calibrated again".into(),
+            ));
+        }
+        if report.retry
+            && self.drift.config().recalibrate
+            && let Some(found) = self.find_boards(frame, ts)?
+        {
+            let shift = [0, 1].map(|b| {
+                let (old, new) = (
+                    &self.drift.calibration().boards[b].corners,
+                    &found.boards[b].corners,
+                );
+                (0..4)
+                    .map(|k| (old[k][0] - new[k][0]).hypot(old[k][1] - new[k][1]))
+                    .sum::<f64>()
+                    / 4.0
+            });
+            self.motion = MotionDetector::new(&found, &self.motion_cfg)?;
+            self.occlusion = OcclusionMap::new(&found);
+            self.drift.replace(found);
+            let detail = format!(
+                "the boards were found again and read as tracked; corners moved by {:.1} px \
+                     (board A) and {:.1} px (board B) on average",
+                shift[0], shift[1]
+            );
+            events.push(self.status(ts, "recalibrated", detail));
+            return Ok(DriftOutcome {
+                events,
+                blocked: [false; 2],
+            });
+        }
+        Ok(DriftOutcome {
+            events,
+            blocked: report.blocked,
+        })
+    }
+
+    /// Looks for the boards in `frame`; returns a calibration (as detected, else with its
+    /// corners relabelled: a1 in another corner, A and B swapped) through which the frame reads
+    /// as the tracked position on at least `min_agreement` squares of each board. The reader is
+    /// left cutting where the returned calibration says, or where it cut before.
+    fn find_boards(
+        &mut self,
+        frame: &RgbImage,
+        ts: u64,
+    ) -> Result<Option<Calibration>, WatchError> {
+        let old = self.drift.calibration().clone();
+        let config = crate::vision::CalibrationConfig::default();
+        let Ok(found) = Calibration::detect(frame, &old.table, &config) else {
+            return Ok(None);
+        };
+        let min = self.drift.config().min_agreement;
+        let tracked = [BoardId::A, BoardId::B].map(|b| self.tracker.table().board(b).clone());
+        let corners = [0, 1].map(|b| found.boards[b].corners);
+        let relabelled = (0..8).filter(|&v| v != 0).filter_map(|v: usize| {
+            let (turn, swap) = (v % 4, v >= 4);
+            let board = |b: usize| {
+                let c = corners[if swap { 1 - b } else { b }];
+                std::array::from_fn(|k| c[(k + turn) % 4])
+            };
+            let size = (frame.width(), frame.height());
+            Calibration::manual(&old.table, size, [board(0), board(1)], Some(frame), &config).ok()
+        });
+        for candidate in std::iter::once(found.clone()).chain(relabelled) {
+            self.reader.recalibrate(&candidate)?;
+            let reading = self.reader.trial_read(frame, ts)?;
+            let agrees = [BoardId::A, BoardId::B]
+                .into_iter()
+                .all(|b| agreement(&reading, b, &tracked[b.index()]) >= min);
+            if agrees {
+                return Ok(Some(candidate));
+            }
+        }
+        self.reader.recalibrate(&old)?;
+        Ok(None)
+    }
+
+    fn status(&mut self, ts: u64, state: &str, detail: String) -> Event {
+        let body = EventBody::Status {
+            state: state.to_string(),
+            detail,
+        };
+        self.tracker.notice(ts, None, body)
+    }
+
     /// Processes one frame taken at `ts`; returns the events it caused and what it measured.
     pub fn frame(
         &mut self,
@@ -287,6 +432,20 @@ impl Watcher {
         let calm = [motion[0].score < threshold, motion[1].score < threshold];
         let first = self.frames == 0;
         self.frames += 1;
+        let drift = self.watch_calibration(frame, ts, calm)?;
+        let blocked = drift.blocked;
+        if blocked == [true; 2] {
+            let idle = FrameStats {
+                ts,
+                motion,
+                motion_ms: ms(t0, t1),
+                // The calibration check, and any search for the boards.
+                read_ms: ms(t1, std::time::Instant::now()),
+                track_ms: 0.0,
+            };
+            return Ok((drift.events, idle));
+        }
+        let mut events = drift.events;
         self.adapt_on_first_frame(&calm)?;
         if first && self.adapt {
             self.first_frame = Some(frame.clone());
@@ -296,7 +455,7 @@ impl Watcher {
             let i = b.index();
             self.moved[i] |= !calm[i];
             // The first frame has no motion reference; do not trust it for adaptation.
-            if self.adapt && !self.adapted[i] && !first && calm[i] {
+            if self.adapt && !self.adapted[i] && !first && calm[i] && !blocked[i] {
                 let start = Table::new().board(b).clone();
                 if self.untouched(b) && (!self.moved[i] || agreement(&reading, b, &start) >= 56) {
                     self.reader.adapt(frame, b, &start)?;
@@ -305,9 +464,11 @@ impl Watcher {
             }
         }
         let t2 = std::time::Instant::now();
-        let mut events = Vec::new();
         for b in [BoardId::A, BoardId::B] {
             let i = b.index();
+            if blocked[i] {
+                continue;
+            }
             let mut obs = Observation::new(
                 b,
                 ts,
@@ -324,14 +485,14 @@ impl Watcher {
             events.extend(out);
         }
         for b in [BoardId::A, BoardId::B] {
-            if self.to_confirm[b.index()] && calm[b.index()] && !self.tracker.is_desynced(b) {
+            let i = b.index();
+            if self.to_confirm[i] && calm[i] && !blocked[i] && !self.tracker.is_desynced(b) {
                 let pos = self.tracker.table().board(b).clone();
                 self.reader.confirm(frame, b, &pos)?;
                 self.to_confirm[b.index()] = false;
             }
         }
         let t3 = std::time::Instant::now();
-        let ms = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1000.0;
         Ok((
             events,
             FrameStats {
@@ -356,6 +517,24 @@ fn agreement(reading: &TableReading, board: BoardId, pos: &Position) -> usize {
             best == SquareClass::on(pos, *sq).index()
         })
         .count()
+}
+
+/// The events of a calibration check, and which boards must not be read on this frame.
+struct DriftOutcome {
+    events: Vec<Event>,
+    blocked: [bool; 2],
+}
+
+fn percent(fractions: [f64; 2]) -> String {
+    format!(
+        "{:.0} % / {:.0} %",
+        100.0 * fractions[0],
+        100.0 * fractions[1]
+    )
+}
+
+fn ms(a: std::time::Instant, b: std::time::Instant) -> f64 {
+    (b - a).as_secs_f64() * 1000.0
 }
 
 /// A tracker for watching `table_id` under `rules` from the start position.

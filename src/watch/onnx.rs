@@ -110,6 +110,12 @@ impl TableReader for OnnxReader {
         Ok(false)
     }
 
+    fn recalibrate(&mut self, cal: &Calibration) -> Result<(), WatchError> {
+        self.inner
+            .recalibrate(cal)
+            .map_err(|e| WatchError::Reader(e.to_string()))
+    }
+
     fn confirm(
         &mut self,
         _frame: &RgbImage,
