@@ -42,7 +42,8 @@ pub struct EvidenceConfig {
     pub keep_games: usize,
     /// When to call `sync_data`.
     pub fsync: FsyncPolicy,
-    /// Event types that open an incident window.
+    /// Event types that open an incident window; `status:<state>` names a `status` event by its
+    /// state (`status:calibration_lost`: the frames that show a camera or board being moved).
     pub incident_types: Vec<String>,
 }
 
@@ -64,6 +65,7 @@ impl Default for EvidenceConfig {
                 "desync",
                 "piece_removed",
                 "move_retracted",
+                "status:calibration_lost",
             ]
             .iter()
             .map(|s| s.to_string())

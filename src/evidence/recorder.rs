@@ -116,13 +116,18 @@ impl GameRecorder {
         Ok(())
     }
 
-    /// Appends an event; an event whose `type` is an incident type opens a frame window.
+    /// Appends an event; an event whose `type` is an incident type (a `status` event: whose
+    /// `status:<state>` is) opens a frame window.
     pub fn record_event(&mut self, event: &Value) -> Result<u64, EvidenceError> {
         let seq = self.log.append_event(event)?;
-        let is_incident = event
-            .get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| self.incident_types.iter().any(|x| x == t));
+        let kind = match (
+            event.get("type").and_then(Value::as_str),
+            event.get("state"),
+        ) {
+            (Some("status"), Some(Value::String(state))) => Some(format!("status:{state}")),
+            (t, _) => t.map(str::to_string),
+        };
+        let is_incident = kind.is_some_and(|t| self.incident_types.contains(&t));
         if is_incident {
             self.open_incident(event)?;
         }
@@ -273,6 +278,32 @@ mod tests {
         assert_eq!(win.payload["to_ts"], 6_000);
         assert_eq!(win.payload["board"], "B");
         assert!(verify(&dir).unwrap().is_intact());
+    }
+
+    #[test]
+    fn a_status_opens_a_window_only_when_its_state_is_listed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut rec = GameRecorder::start(&meta(), &config(tmp.path()), None).unwrap();
+        let status = |id: &str, state: &str, ts: i64| {
+            json!({"id": id, "type": "status", "table": "t1", "ts": ts, "state": state,
+                   "detail": ""})
+        };
+        for ts in (0..=10_000).step_by(100) {
+            if ts == 2_000 {
+                rec.record_event(&status("s1", "recalibrated", 2_000))
+                    .unwrap();
+                assert_eq!(rec.open_incidents(), 0);
+            }
+            if ts == 5_000 {
+                rec.record_event(&status("s2", "calibration_lost", 5_000))
+                    .unwrap();
+                assert_eq!(rec.open_incidents(), 1);
+            }
+            rec.push_frame(Frame::new(ts, vec![ts as u8; 10])).unwrap();
+        }
+        let dir = rec.finish(10_000, None).unwrap();
+        let want: Vec<i64> = (4_000..=6_000).step_by(100).collect();
+        assert_eq!(incident_frames(&records(&dir), "s2"), want);
     }
 
     #[test]
