@@ -14,6 +14,8 @@ use tandem_monitor::evidence::{self, EvidenceConfig};
 use tandem_monitor::publish::{MqttConfig, OutboxConfig, TableId};
 use tandem_monitor::vision::{Calibration, CalibrationConfig};
 
+mod common;
+
 const SPEED: f64 = 4.0;
 
 fn lines(path: &Path) -> Vec<Value> {
@@ -24,8 +26,17 @@ fn lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn recorded_frames_and_clock_presses_become_refereed_moves() {
+/// What one run of the daemon over a recording left behind.
+struct Run {
+    dir: tempfile::TempDir,
+    summary: tandem_monitor::daemon::DaemonSummary,
+    presses: usize,
+    acked: usize,
+}
+
+/// Runs the daemon on the recording in `game` (its `frames/` and `clock.jsonl`), the table
+/// calibrated from the fixture's first frame.
+fn watch_recording(game: &Path) -> Run {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sim-game");
     let dir = tempfile::tempdir().unwrap();
     let frame = image::open(fixture.join("frames/000000.jpg"))
@@ -44,7 +55,7 @@ fn recorded_frames_and_clock_presses_become_refereed_moves() {
             calibration: Some(cal_path),
         }],
         source: SourceConfig::Folder(FolderConfig {
-            dir: fixture.join("frames"),
+            dir: game.join("frames"),
             realtime: true,
             speed: SPEED,
             fps: 10.0,
@@ -68,7 +79,7 @@ fn recorded_frames_and_clock_presses_become_refereed_moves() {
         exit_when_done: true,
         vision: Default::default(),
     };
-    let presses = load_clock_presses(&fixture.join("clock.jsonl")).unwrap();
+    let presses = load_clock_presses(&game.join("clock.jsonl")).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -93,14 +104,31 @@ fn recorded_frames_and_clock_presses_become_refereed_moves() {
         .unwrap();
         (daemon.await.unwrap().unwrap(), clock)
     });
-    assert_eq!(clock.acked, presses.len());
+    Run {
+        dir,
+        summary,
+        presses: presses.len(),
+        acked: clock.acked,
+    }
+}
+
+#[test]
+fn recorded_frames_and_clock_presses_become_refereed_moves() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sim-game");
+    let Run {
+        dir,
+        summary,
+        presses,
+        acked,
+    } = watch_recording(&fixture);
+    assert_eq!(acked, presses);
     assert_eq!(summary.frames, 201);
     assert_eq!(summary.publisher.pending, 0);
 
     // The journal: every clock press, and the tracker's moves as referee actions.
     let journal = lines(&dir.path().join("state/t1/journal.jsonl"));
     let count = |input: &str| journal.iter().filter(|l| l["input"] == input).count();
-    assert_eq!(count("press"), presses.len());
+    assert_eq!(count("press"), presses);
     let tracked_moves = journal
         .iter()
         .filter(|l| l["input"] == "script" && l["action"].get("move").is_some())
@@ -135,4 +163,58 @@ fn recorded_frames_and_clock_presses_become_refereed_moves() {
     };
     assert!(on("A") >= 6 && on("B") >= 6, "A {} B {}", on("A"), on("B"));
     assert!(moves.len() <= 40, "{} moves for 31 played", moves.len());
+}
+
+#[test]
+fn a_bumped_camera_is_an_alert_with_its_frames_kept_and_the_boards_are_found_again() {
+    let game = tempfile::tempdir().unwrap();
+    // 10 s into the recording the camera moves 3 px right and 2 px down.
+    common::bump::bumped_game(game.path(), 100, 3, 2);
+    let run = watch_recording(game.path());
+    assert_eq!(run.summary.frames, 201);
+    let evidence = run.summary.tables[0].evidence.clone().unwrap();
+    let report = evidence::verify(&evidence).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let log = lines(&evidence.join("log.jsonl"));
+    let status: Vec<(&str, i64, &str)> = log
+        .iter()
+        .filter(|r| r["payload"]["type"] == "status")
+        .map(|r| {
+            let p = &r["payload"];
+            (
+                p["state"].as_str().unwrap(),
+                p["ts"].as_i64().unwrap(),
+                p["id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let lost = status
+        .iter()
+        .find(|s| s.0 == "calibration_lost")
+        .unwrap_or_else(|| panic!("{status:?}"));
+    assert!((10_000..=12_000).contains(&lost.1), "{status:?}");
+    assert!(
+        status
+            .iter()
+            .any(|s| s.0 == "recalibrated" && s.1 >= lost.1 && s.1 <= lost.1 + 2000),
+        "{status:?}"
+    );
+    // Journaled as the camera's notices are (a restart replays them), and the frames around the
+    // alert are in the evidence.
+    let journal = lines(&run.dir.path().join("state/t1/journal.jsonl"));
+    let notices: Vec<&str> = journal
+        .iter()
+        .filter(|l| l["input"] == "notice")
+        .filter_map(|l| l["state"].as_str())
+        .collect();
+    assert!(notices.starts_with(&["calibration_lost"]), "{notices:?}");
+    let window = log
+        .iter()
+        .find(|r| r["kind"] == "incident_window" && r["payload"]["incident_id"] == lost.2);
+    assert!(window.is_some(), "no incident window for {}", lost.2);
+    let kept = log
+        .iter()
+        .filter(|r| r["kind"] == "frame" && r["payload"]["incident_id"] == lost.2)
+        .count();
+    assert!(kept >= 20, "{kept} frames kept around the bump");
 }

@@ -6,6 +6,8 @@
 
 use std::process::{Command, Output};
 
+mod common;
+
 fn tandem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tandem"))
         .args(args)
@@ -204,45 +206,11 @@ fn eval_motion_trace_has_one_line_per_frame_with_cues() {
     assert_eq!(over, r["over_board_frames"].as_u64().unwrap());
 }
 
-/// A copy of the fixture game in which the camera is bumped at `from_frame`: every later frame
-/// moved by (`dx`, `dy`) pixels, the uncovered border filled with the nearest pixel.
-fn bumped_fixture(dir: &std::path::Path, from_frame: usize, dx: i64, dy: i64) {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sim-game");
-    std::fs::create_dir_all(dir.join("frames")).unwrap();
-    for f in ["clock.jsonl", "truth.jsonl", "game.json"] {
-        std::fs::copy(src.join(f), dir.join(f)).unwrap();
-    }
-    let mut names: Vec<_> = std::fs::read_dir(src.join("frames"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    names.sort();
-    for (i, name) in names.iter().enumerate() {
-        let (from, to) = (src.join("frames").join(name), dir.join("frames").join(name));
-        if i < from_frame {
-            std::fs::copy(&from, &to).unwrap();
-            continue;
-        }
-        let img = image::open(&from).unwrap().to_rgb8();
-        let (w, h) = (img.width() as i64, img.height() as i64);
-        let moved = image::RgbImage::from_fn(img.width(), img.height(), |x, y| {
-            let sx = (x as i64 - dx).clamp(0, w - 1) as u32;
-            let sy = (y as i64 - dy).clamp(0, h - 1) as u32;
-            *img.get_pixel(sx, sy)
-        });
-        // JPEG at quality 92, so that recompression alone costs the reader little.
-        let out = std::io::BufWriter::new(std::fs::File::create(&to).unwrap());
-        image::codecs::jpeg::JpegEncoder::new_with_quality(out, 92)
-            .encode_image(&moved)
-            .unwrap();
-    }
-}
-
 #[test]
 fn a_bumped_camera_is_reported_and_the_boards_are_found_again() {
     let dir = tempfile::tempdir().unwrap();
     // Frame 100 is 10 s into the game; 3 px right and 2 px down is a quarter of a square here.
-    bumped_fixture(dir.path(), 100, 3, 2);
+    common::bump::bumped_game(dir.path(), 100, 3, 2);
     let off = dir.path().join("off.toml");
     std::fs::write(&off, "[drift]\ncheck_every_ms = 0\n").unwrap();
     let game = dir.path().to_str().unwrap();
