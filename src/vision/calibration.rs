@@ -293,9 +293,9 @@ fn confirmed_at(g: &Gray, corners: &[(Point, f64)], offset: Point) -> f64 {
 /// displacement (pixels, less than half a square either way, so that the lattice's own period
 /// cannot answer) at which most interior corners pass the X-corner test, and that fraction.
 /// A camera or board that moved shows its lattice displaced; a hand over the board shows it
-/// nowhere. The displacements are scanned with the 16 corners of every other line, and the
-/// best is measured with all 49.
-fn displaced_lattice(g: &Gray, h: &Homography) -> (Point, f64) {
+/// nowhere. The displacements are scanned with the 16 corners of every other line; a best
+/// that reaches `need` is placed finer and measured with all 49.
+fn displaced_lattice(g: &Gray, h: &Homography, need: f64) -> (Point, f64) {
     let c = h.map([4.0, 4.0]);
     let step_of = |d: Point| {
         let q = h.map([4.0 + d[0], 4.0 + d[1]]);
@@ -328,10 +328,31 @@ fn displaced_lattice(g: &Gray, h: &Homography) -> (Point, f64) {
             }
         }
     }
-    if best.1 == 0.0 {
+    if best.1 < need {
+        // Not displaced (most likely covered): no need to place it finer.
         return best;
     }
-    (best.0, confirmed_at(g, &corners, best.0))
+    // Finer around the best: the mean of the offsets where the most of all 49 corners pass
+    // (the test passes on a plateau around the true displacement).
+    let fine = pitch / 3.0;
+    let mut top = (0.0, Vec::new());
+    for iy in -3..=3 {
+        for ix in -3..=3 {
+            let d = [best.0[0] + ix as f64 * fine, best.0[1] + iy as f64 * fine];
+            let c = confirmed_at(g, &corners, d);
+            if c > top.0 {
+                top = (c, vec![d]);
+            } else if c == top.0 {
+                top.1.push(d);
+            }
+        }
+    }
+    let n = top.1.len().max(1) as f64;
+    let mean = [
+        top.1.iter().map(|d| d[0]).sum::<f64>() / n,
+        top.1.iter().map(|d| d[1]).sum::<f64>() / n,
+    ];
+    (mean, confirmed_at(g, &corners, mean))
 }
 
 impl BoardCalibration {
@@ -663,8 +684,10 @@ impl Calibration {
             if !moved[b] {
                 return None;
             }
-            let (d, c) = displaced_lattice(&g, &self.boards[b].homography);
-            (c >= need[b]).then_some(d)
+            // Displaced only when the lattice shows there clearly better than in place (a
+            // hand that leaves a few corners visible lets some pass at any offset).
+            let (d, c) = displaced_lattice(&g, &self.boards[b].homography, need[b]);
+            (c >= need[b] && c >= 2.0 * confirmed[b]).then_some(d)
         });
         Ok(Drift {
             confirmed,

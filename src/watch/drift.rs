@@ -9,13 +9,13 @@
 //! the lattice shows displaced (which no hand can do). After `failed_checks` displaced failures,
 //! or failures lasting `unconfirmed_ms`, the calibration is declared lost (`status`
 //! `calibration_lost`, an alert). The watcher then looks for the boards in the frame every
-//! `search_every_ms` and takes a new calibration only when the frame read through it shows the
-//! tracked positions (`recalibrated`); boards put back where they were make the old calibration
-//! hold again (`calibration_restored`).
+//! `search_every_ms` (detected afresh, or where the displaced lattices showed) and takes a new
+//! calibration only when the frame read through it shows the tracked positions (`recalibrated`);
+//! boards put back where they were make the old calibration hold again (`calibration_restored`).
 
 use serde::{Deserialize, Serialize};
 
-use crate::vision::{Calibration, Drift};
+use crate::vision::{Calibration, Drift, Point};
 
 /// `[drift]`: how the calibration is watched.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,6 +79,9 @@ pub struct DriftReport {
     pub restored: bool,
     /// The calibration is lost and a search for the boards is due on this frame.
     pub retry: bool,
+    /// With `retry`: per board, the displacement (pixels) at which its lattice showed in this
+    /// frame, if it did.
+    pub shift: [Option<Point>; 2],
 }
 
 /// The state of the calibration watch.
@@ -157,6 +160,7 @@ impl CalibrationWatch {
             checked = Some(drift);
         }
         if let Some(drift) = checked {
+            let shift = drift.shift;
             let gone = (0..2).any(|b| {
                 self.displaced[b] >= self.cfg.failed_checks
                     || self.failing_since[b]
@@ -172,6 +176,7 @@ impl CalibrationWatch {
             report.retry = self.lost && ts >= self.next_search;
             if report.retry {
                 self.next_search = ts + self.cfg.search_every_ms;
+                report.shift = shift;
             }
         }
         report.blocked = self.failing_since.map(|f| f.is_some());
@@ -185,6 +190,25 @@ impl CalibrationWatch {
         self.displaced = [0; 2];
         self.lost = false;
     }
+}
+
+/// `calibration` with each board moved by its `shift` (a board without one moved as the other
+/// board): where the displaced lattices showed. None without any shift, or when the moved
+/// corners do not make a calibration of `frame`.
+pub fn displaced(
+    calibration: &Calibration,
+    shift: [Option<Point>; 2],
+    frame: &image::RgbImage,
+) -> Option<Calibration> {
+    let d = [shift[0].or(shift[1])?, shift[1].or(shift[0])?];
+    let corners = [0, 1].map(|b| {
+        calibration.boards[b]
+            .corners
+            .map(|p| [p[0] + d[b][0], p[1] + d[b][1]])
+    });
+    let size = (frame.width(), frame.height());
+    let config = crate::vision::CalibrationConfig::default();
+    Calibration::manual(&calibration.table, size, corners, Some(frame), &config).ok()
 }
 
 #[cfg(test)]
@@ -280,6 +304,35 @@ mod tests {
         assert_eq!(r.blocked, [true, false]);
         let r = w.observe(&frame, 200, [false; 2]).unwrap();
         assert_eq!(r.blocked, [false; 2], "{r:?}");
+    }
+
+    #[test]
+    fn a_board_hidden_by_a_hand_is_moved_as_the_other_when_the_camera_was_bumped() {
+        let (frame, cal) = fixture();
+        let moved = bumped(&frame);
+        // Board B under an arm in the bumped frame: only board A's lattice shows, displaced.
+        let b_covered = {
+            let mut swapped = cal.clone();
+            swapped.boards.swap(0, 1);
+            covered(&moved, &swapped)
+        };
+        let d = cal.check(&b_covered).unwrap();
+        assert_eq!(d.moved, [true; 2], "{d:?}");
+        assert!(d.shift[0].is_some() && d.shift[1].is_none(), "{d:?}");
+        let found = displaced(&cal, d.shift, &b_covered).unwrap();
+        for b in 0..2 {
+            for (old, new) in cal.boards[b].corners.iter().zip(&found.boards[b].corners) {
+                let (dx, dy) = (new[0] - old[0], new[1] - old[1]);
+                assert!(
+                    (dx - 3.0).abs() <= 1.0 && (dy - 2.0).abs() <= 1.0,
+                    "board {b}: corner moved by ({dx:.2}, {dy:.2})"
+                );
+            }
+        }
+        // Through the moved calibration the bumped frame's lattices hold again.
+        let again = found.check(&moved).unwrap();
+        assert_eq!(again.moved, [false; 2], "{again:?}");
+        assert!(displaced(&cal, [None; 2], &moved).is_none());
     }
 
     #[test]

@@ -339,7 +339,7 @@ impl Watcher {
         }
         if report.retry
             && self.drift.config().recalibrate
-            && let Some(found) = self.find_boards(frame, ts)?
+            && let Some(found) = self.find_boards(frame, ts, report.shift)?
         {
             let shift = [0, 1].map(|b| {
                 let (old, new) = (
@@ -371,33 +371,43 @@ impl Watcher {
         })
     }
 
-    /// Looks for the boards in `frame`; returns a calibration (as detected, else with its
-    /// corners relabelled: a1 in another corner, A and B swapped) through which the frame reads
-    /// as the tracked position on at least `min_agreement` squares of each board. The reader is
-    /// left cutting where the returned calibration says, or where it cut before.
+    /// Looks for the boards in `frame`; returns a calibration through which the frame reads as
+    /// the tracked position on at least `min_agreement` squares of each board. Candidates: the
+    /// boards detected afresh, also with their corners relabelled (a1 in another corner, A and B
+    /// swapped); without a detection (a hand over a board defeats it), the old corners moved by
+    /// `shift`, where the lattices showed displaced (a board that did not show moved as the
+    /// other). The reader is left cutting where the returned calibration says, or where it cut
+    /// before.
     fn find_boards(
         &mut self,
         frame: &RgbImage,
         ts: u64,
+        shift: [Option<crate::vision::Point>; 2],
     ) -> Result<Option<Calibration>, WatchError> {
         let old = self.drift.calibration().clone();
         let config = crate::vision::CalibrationConfig::default();
-        let Ok(found) = Calibration::detect(frame, &old.table, &config) else {
-            return Ok(None);
+        let size = (frame.width(), frame.height());
+        let manual = |corners: [[crate::vision::Point; 4]; 2]| {
+            Calibration::manual(&old.table, size, corners, Some(frame), &config).ok()
+        };
+        let candidates: Vec<Calibration> = match Calibration::detect(frame, &old.table, &config) {
+            Ok(found) => {
+                let corners = [0, 1].map(|b| found.boards[b].corners);
+                let relabelled = (1..8).filter_map(|v: usize| {
+                    let (turn, swap) = (v % 4, v >= 4);
+                    let board = |b: usize| {
+                        let c = corners[if swap { 1 - b } else { b }];
+                        std::array::from_fn(|k| c[(k + turn) % 4])
+                    };
+                    manual([board(0), board(1)])
+                });
+                std::iter::once(found.clone()).chain(relabelled).collect()
+            }
+            Err(_) => drift::displaced(&old, shift, frame).into_iter().collect(),
         };
         let min = self.drift.config().min_agreement;
         let tracked = [BoardId::A, BoardId::B].map(|b| self.tracker.table().board(b).clone());
-        let corners = [0, 1].map(|b| found.boards[b].corners);
-        let relabelled = (0..8).filter(|&v| v != 0).filter_map(|v: usize| {
-            let (turn, swap) = (v % 4, v >= 4);
-            let board = |b: usize| {
-                let c = corners[if swap { 1 - b } else { b }];
-                std::array::from_fn(|k| c[(k + turn) % 4])
-            };
-            let size = (frame.width(), frame.height());
-            Calibration::manual(&old.table, size, [board(0), board(1)], Some(frame), &config).ok()
-        });
-        for candidate in std::iter::once(found.clone()).chain(relabelled) {
+        for candidate in candidates {
             self.reader.recalibrate(&candidate)?;
             let reading = self.reader.trial_read(frame, ts)?;
             let agrees = [BoardId::A, BoardId::B]
