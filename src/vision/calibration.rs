@@ -153,8 +153,9 @@ pub struct Drift {
     /// moved, the camera did, or something covers it).
     pub moved: [bool; 2],
     /// Per board that failed: the displacement (pixels) at which its lattice confirms as well as
-    /// half its calibration-time fraction, if there is one (see `displaced_lattice`): evidence
-    /// that the board or the camera moved rather than that a hand covers it.
+    /// half its calibration-time fraction and twice as well as in place, if there is one (see
+    /// `displaced_lattice`): evidence that the board or the camera moved rather than that a hand
+    /// covers it.
     pub shift: [Option<Point>; 2],
     /// Whether a board or the camera moved: recalibrate.
     pub recalibrate: bool,

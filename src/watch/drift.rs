@@ -93,7 +93,8 @@ pub struct CalibrationWatch {
     cfg: DriftConfig,
     calibration: Calibration,
     next_check: Option<u64>,
-    /// Per board, since when its checks fail (a board is checked only on frames calm on it).
+    /// Per board, since when its checks fail (a failure counts on a frame calm on the board, or
+    /// when the lattice shows displaced).
     failing_since: [Option<u64>; 2],
     /// Per board, how many of those checks found the lattice displaced.
     displaced: [u32; 2],

@@ -372,12 +372,12 @@ impl Watcher {
     }
 
     /// Looks for the boards in `frame`; returns a calibration through which the frame reads as
-    /// the tracked position on at least `min_agreement` squares of each board. Candidates: the
-    /// boards detected afresh, also with their corners relabelled (a1 in another corner, A and B
-    /// swapped); without a detection (a hand over a board defeats it), the old corners moved by
-    /// `shift`, where the lattices showed displaced (a board that did not show moved as the
-    /// other). The reader is left cutting where the returned calibration says, or where it cut
-    /// before.
+    /// the tracked position on at least `min_agreement` squares of each board. Candidates, in
+    /// this order: the boards detected afresh, then with their corners relabelled (a1 in another
+    /// corner, A and B swapped); the old corners moved by `shift`, where the lattices showed
+    /// displaced (a board that did not show moved as the other; a hand over a board defeats a
+    /// detection but not this). The reader is left cutting where the returned calibration says,
+    /// or where it cut before.
     fn find_boards(
         &mut self,
         frame: &RgbImage,
@@ -390,31 +390,40 @@ impl Watcher {
         let manual = |corners: [[crate::vision::Point; 4]; 2]| {
             Calibration::manual(&old.table, size, corners, Some(frame), &config).ok()
         };
-        let candidates: Vec<Calibration> = match Calibration::detect(frame, &old.table, &config) {
-            Ok(found) => {
-                let corners = [0, 1].map(|b| found.boards[b].corners);
-                let relabelled = (1..8).filter_map(|v: usize| {
-                    let (turn, swap) = (v % 4, v >= 4);
-                    let board = |b: usize| {
-                        let c = corners[if swap { 1 - b } else { b }];
-                        std::array::from_fn(|k| c[(k + turn) % 4])
-                    };
-                    manual([board(0), board(1)])
-                });
-                std::iter::once(found.clone()).chain(relabelled).collect()
-            }
-            Err(_) => drift::displaced(&old, shift, frame).into_iter().collect(),
-        };
+        let detected: Box<dyn Iterator<Item = Calibration>> =
+            match Calibration::detect(frame, &old.table, &config) {
+                Ok(found) => {
+                    let corners = [0, 1].map(|b| found.boards[b].corners);
+                    let relabelled = (1..8).filter_map(move |v: usize| {
+                        let (turn, swap) = (v % 4, v >= 4);
+                        let board = |b: usize| {
+                            let c = corners[if swap { 1 - b } else { b }];
+                            std::array::from_fn(|k| c[(k + turn) % 4])
+                        };
+                        manual([board(0), board(1)])
+                    });
+                    Box::new(std::iter::once(found).chain(relabelled))
+                }
+                Err(_) => Box::new(std::iter::empty()),
+            };
+        let moved = std::iter::once_with(|| drift::displaced(&old, shift, frame)).flatten();
         let min = self.drift.config().min_agreement;
         let tracked = [BoardId::A, BoardId::B].map(|b| self.tracker.table().board(b).clone());
-        for candidate in candidates {
-            self.reader.recalibrate(&candidate)?;
-            let reading = self.reader.trial_read(frame, ts)?;
-            let agrees = [BoardId::A, BoardId::B]
-                .into_iter()
-                .all(|b| agreement(&reading, b, &tracked[b.index()]) >= min);
-            if agrees {
-                return Ok(Some(candidate));
+        for candidate in detected.chain(moved) {
+            let agrees = self.reader.recalibrate(&candidate).and_then(|()| {
+                let reading = self.reader.trial_read(frame, ts)?;
+                Ok([BoardId::A, BoardId::B]
+                    .into_iter()
+                    .all(|b| agreement(&reading, b, &tracked[b.index()]) >= min))
+            });
+            match agrees {
+                Ok(true) => return Ok(Some(candidate)),
+                Ok(false) => {}
+                Err(e) => {
+                    // Cut where the calibration in force says, whatever the error.
+                    self.reader.recalibrate(&old)?;
+                    return Err(e);
+                }
             }
         }
         self.reader.recalibrate(&old)?;
