@@ -316,7 +316,11 @@ impl WatchLoop {
         inputs.extend(events.into_iter().filter_map(|e| match e.body {
             // The calibration watch's findings (`calibration_lost`, `recalibrated`, …), as the
             // camera's own notices are reported.
-            EventBody::Status { state, detail } => Some(TableInput::Notice { state, detail }),
+            EventBody::Status { state, detail }
+                if crate::watch::drift::STATUS_STATES.contains(&state.as_str()) =>
+            {
+                Some(TableInput::Notice { state, detail })
+            }
             body if raised_by_tracker(&body) => Some(TableInput::Observed {
                 board: e.board,
                 ts: e.ts,

@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::vision::{Calibration, Drift, Point};
 
+/// The `state`s of the `status` events the calibration watch raises (the daemon forwards these,
+/// not the statuses of the tracker's referee, which its own referee raises again).
+pub const STATUS_STATES: [&str; 3] = ["calibration_lost", "recalibrated", "calibration_restored"];
+
 /// `[drift]`: how the calibration is watched.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -430,7 +430,9 @@ impl Watcher {
         Ok(None)
     }
 
+    /// A `status` event of the calibration watch (`state` one of [`drift::STATUS_STATES`]).
     fn status(&mut self, ts: u64, state: &str, detail: String) -> Event {
+        debug_assert!(drift::STATUS_STATES.contains(&state));
         let body = EventBody::Status {
             state: state.to_string(),
             detail,
