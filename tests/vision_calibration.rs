@@ -1,6 +1,8 @@
 //! Calibration on simulator frames: corners against the truth, orientation (a1), board A/B,
 //! pocket overlap, drift after a camera move, and the manual-corner path.
 
+mod common;
+
 use tandem_monitor::sim::{self, CameraConfig, PieceSet, SimSettings, Truth};
 use tandem_monitor::vision::{Calibration, CalibrationConfig, CalibrationError};
 
@@ -192,14 +194,14 @@ fn drift_is_noticed_after_a_camera_move_and_not_without() {
         "the second frame must carry its own noise ({differing} pixels differ)"
     );
     let d = cal.check(&again.image).unwrap();
-    assert!(!d.recalibrate, "unchanged camera flagged: {d:?}");
+    assert!(!d.recalibrate(), "unchanged camera flagged: {d:?}");
     // The camera turned by 1.5° and moved 1 cm.
     let mut moved = s.clone();
     moved.camera.yaw_deg += 1.5;
     moved.camera.target[0] += 0.01;
     let shifted = sim::render_table(START, &pieces, &moved).unwrap();
     let d = cal.check(&shifted.image).unwrap();
-    assert!(d.recalibrate, "camera move missed: {d:?}");
+    assert!(d.recalibrate(), "camera move missed: {d:?}");
 }
 
 #[test]
@@ -437,18 +439,6 @@ fn a_small_low_frame_is_also_searched_enlarged() {
     );
 }
 
-/// `frame` moved by (`dx`, `dy`) whole pixels, the uncovered border in a flat grey.
-fn translated(frame: &image::RgbImage, dx: i64, dy: i64) -> image::RgbImage {
-    image::RgbImage::from_fn(frame.width(), frame.height(), |x, y| {
-        let (sx, sy) = (x as i64 - dx, y as i64 - dy);
-        if sx < 0 || sy < 0 || sx >= frame.width() as i64 || sy >= frame.height() as i64 {
-            image::Rgb([128, 128, 128])
-        } else {
-            *frame.get_pixel(sx as u32, sy as u32)
-        }
-    })
-}
-
 #[test]
 fn a_moved_camera_shows_the_lattice_displaced_and_a_covered_board_shows_it_nowhere() {
     let pieces = PieceSet::builtin();
@@ -463,7 +453,9 @@ fn a_moved_camera_shows_the_lattice_displaced_and_a_covered_board_shows_it_nowhe
     );
 
     // The whole picture 7 px right and 4 px down: both lattices are found there.
-    let d = cal.check(&translated(&frame.image, 7, 4)).unwrap();
+    let d = cal
+        .check(&common::bump::shifted(&frame.image, 7, 4))
+        .unwrap();
     assert_eq!(d.moved, [true; 2], "{d:?}");
     for shift in d.shift {
         let [x, y] = shift.unwrap_or_else(|| panic!("no displaced lattice: {d:?}"));

@@ -157,8 +157,13 @@ pub struct Drift {
     /// `displaced_lattice`): evidence that the board or the camera moved rather than that a hand
     /// covers it.
     pub shift: [Option<Point>; 2],
+}
+
+impl Drift {
     /// Whether a board or the camera moved: recalibrate.
-    pub recalibrate: bool,
+    pub fn recalibrate(&self) -> bool {
+        self.moved.contains(&true)
+    }
 }
 
 /// Current UTC time as RFC 3339 (seconds).
@@ -695,7 +700,6 @@ impl Calibration {
             reference,
             moved,
             shift,
-            recalibrate: moved.contains(&true),
         })
     }
 }

@@ -205,11 +205,6 @@ impl Watcher {
         })
     }
 
-    /// The calibration in force (a new one after the boards were found again).
-    pub fn calibration(&self) -> &Calibration {
-        self.drift.calibration()
-    }
-
     /// The tracker (its referee's table is the watched position).
     pub fn tracker(&self) -> &Tracker {
         &self.tracker
@@ -315,10 +310,10 @@ impl Watcher {
         let report = self.drift.observe(frame, ts, calm)?;
         let mut events = Vec::new();
         if let Some(d) = &report.lost {
-            let boards: Vec<&str> = [BoardId::A, BoardId::B]
+            let boards: Vec<String> = [BoardId::A, BoardId::B]
                 .into_iter()
                 .filter(|b| report.blocked[b.index()])
-                .map(|b| if b == BoardId::A { "A" } else { "B" })
+                .map(|b| b.to_string())
                 .collect();
             let detail = format!(
                 "the camera or board {} moved: {} of the lattice corners confirm where the \

@@ -1,4 +1,5 @@
-//! A camera bumped in the middle of the committed simulated game (`fixtures/sim-game`).
+//! A bumped camera: frames moved by whole pixels, and the committed simulated game
+//! (`fixtures/sim-game`) bumped in the middle.
 #![allow(dead_code)] // each test file uses a different part
 
 /// A copy of the fixture game in which the camera is bumped at `from_frame`: every later frame
@@ -20,17 +21,21 @@ pub fn bumped_game(dir: &std::path::Path, from_frame: usize, dx: i64, dy: i64) {
             std::fs::copy(&from, &to).unwrap();
             continue;
         }
-        let img = image::open(&from).unwrap().to_rgb8();
-        let (w, h) = (img.width() as i64, img.height() as i64);
-        let moved = image::RgbImage::from_fn(img.width(), img.height(), |x, y| {
-            let sx = (x as i64 - dx).clamp(0, w - 1) as u32;
-            let sy = (y as i64 - dy).clamp(0, h - 1) as u32;
-            *img.get_pixel(sx, sy)
-        });
+        let moved = shifted(&image::open(&from).unwrap().to_rgb8(), dx, dy);
         // JPEG at quality 92, so that recompression alone costs the reader little.
         let out = std::io::BufWriter::new(std::fs::File::create(&to).unwrap());
         image::codecs::jpeg::JpegEncoder::new_with_quality(out, 92)
             .encode_image(&moved)
             .unwrap();
     }
+}
+
+/// `img` moved by (`dx`, `dy`) whole pixels, the uncovered border filled with the nearest pixel.
+pub fn shifted(img: &image::RgbImage, dx: i64, dy: i64) -> image::RgbImage {
+    let (w, h) = (img.width() as i64, img.height() as i64);
+    image::RgbImage::from_fn(img.width(), img.height(), |x, y| {
+        let sx = (x as i64 - dx).clamp(0, w - 1) as u32;
+        let sy = (y as i64 - dy).clamp(0, h - 1) as u32;
+        *img.get_pixel(sx, sy)
+    })
 }
