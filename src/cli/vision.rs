@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use tandem_monitor::engine::BoardId;
+use tandem_monitor::engine::{BoardId, Color};
 use tandem_monitor::sim::fen::square_name;
 use tandem_monitor::tracker::SquareClass;
 use tandem_monitor::vision::evaluate::{class_label, evaluate_pockets, evaluate_squares};
@@ -95,6 +95,25 @@ pub fn calibrate(args: CalibrateArgs) -> anyhow::Result<()> {
             b.orientation
         );
     }
+    // A pocket zone the camera does not see whole cannot show a missing piece; say so now, not
+    // when the first alert fails to come.
+    let min = PocketConfig::default().min_in_view;
+    for (k, zone) in ZONE_NAMES.iter().enumerate() {
+        let seen = zone_in_view(&cal, k);
+        if seen < 1.0 {
+            let effect = if seen < min {
+                "nothing missing from it will be alerted on"
+            } else {
+                "pieces in the rest of it cannot be read"
+            };
+            eprintln!(
+                "warning: pocket zone {zone} is {:.0} % inside the frame; {effect} \
+                 ([reader.pockets] min_in_view = {min}); aim the camera so that it sees all four \
+                 pockets",
+                seen * 100.0
+            );
+        }
+    }
     Ok(())
 }
 
@@ -180,6 +199,14 @@ fn placement(labels: &[(SquareClass, f32)]) -> String {
     out
 }
 
+/// The pocket zones in reading order (board A's White and Black, then board B's).
+const ZONE_NAMES: [&str; 4] = ["A White", "A Black", "B White", "B Black"];
+
+/// The fraction of zone `k` (in [`ZONE_NAMES`] order) inside the calibrated frame.
+fn zone_in_view(cal: &Calibration, k: usize) -> f64 {
+    cal.pocket_in_view([BoardId::A, BoardId::B][k / 2], Color::ALL[k % 2])
+}
+
 pub fn classify(args: ClassifyArgs) -> anyhow::Result<()> {
     let cal = Calibration::load(&args.calibration)?;
     let config = reader_config(
@@ -197,7 +224,7 @@ pub fn classify(args: ClassifyArgs) -> anyhow::Result<()> {
         reader.adapt_start_from_last()?;
     }
     let reading = reader.read(&frame)?;
-    let zones = ["A White", "A Black", "B White", "B Black"];
+    let zones = ZONE_NAMES;
     if args.json {
         let boards: Vec<serde_json::Value> = [BoardId::A, BoardId::B]
             .iter()
@@ -233,6 +260,7 @@ pub fn classify(args: ClassifyArgs) -> anyhow::Result<()> {
                     "color": if k % 2 == 0 { "white" } else { "black" },
                     "counts": {"P": c[0], "N": c[1], "B": c[2], "R": c[3], "Q": c[4]},
                     "confidence": z.min_confidence(),
+                    "in_view": zone_in_view(&cal, k),
                 })
             })
             .collect();
@@ -258,14 +286,15 @@ pub fn classify(args: ClassifyArgs) -> anyhow::Result<()> {
             for (k, z) in p.zones.iter().enumerate() {
                 let c = z.counts;
                 println!(
-                    "pocket {}: P{} N{} B{} R{} Q{} (confidence {:.3})",
+                    "pocket {}: P{} N{} B{} R{} Q{} (confidence {:.3}, {:.0} % in view)",
                     zones[k],
                     c[0],
                     c[1],
                     c[2],
                     c[3],
                     c[4],
-                    z.min_confidence()
+                    z.min_confidence(),
+                    zone_in_view(&cal, k) * 100.0
                 );
             }
         }

@@ -20,7 +20,7 @@ use std::thread::JoinHandle;
 
 use tokio::sync::mpsc;
 
-use crate::engine::BoardId;
+use crate::engine::{BoardId, Color};
 use crate::evidence::Frame;
 use crate::rules::{Event, EventBody, RuleSet};
 use crate::tracker::{Tracker, raised_by_tracker};
@@ -94,6 +94,20 @@ impl WatchSetup {
                 "{}: no pocket model: reading squares only (no pocket alerts)",
                 self.table
             );
+        }
+        let min = self.config.watch.reader.pockets.min_in_view;
+        for board in [BoardId::A, BoardId::B] {
+            for color in Color::ALL {
+                let seen = self.calibration.pocket_in_view(board, color);
+                if seen < min {
+                    log::warn!(
+                        "{}: board {board}'s {color:?} pocket zone is {:.0} % inside the frame \
+                         (min_in_view {min}): no pocket alerts for it",
+                        self.table,
+                        seen * 100.0
+                    );
+                }
+            }
         }
         Ok(Box::new(reader))
     }

@@ -147,9 +147,18 @@ pub struct PocketReading {
     /// zones; a piece put into a zone changes it even where the counts misread. Not serialised.
     #[serde(skip)]
     pub looks: Option<[PocketLook; 2]>,
+    /// White's and Black's zone lie partly outside the camera's view: what their counts miss
+    /// may be there, so they raise no pocket alert and weigh no drop.
+    #[serde(default)]
+    pub out_of_view: [bool; 2],
 }
 
 impl PocketReading {
+    /// Whether `color`'s zone is in view (its counts say what the pocket holds).
+    pub fn in_view(&self, color: Color) -> bool {
+        !self.out_of_view[color.index()]
+    }
+
     /// The count of `role` in `color`'s pocket (0 for the king).
     pub fn count(&self, color: Color, role: Role) -> u8 {
         if role == Role::King {

@@ -246,6 +246,10 @@ impl PocketWatcher {
     ) -> Vec<EventBody> {
         let mut out = Vec::new();
         for color in Color::ALL {
+            // A zone the camera does not see whole shows nothing missing.
+            if !reading.in_view(color) {
+                continue;
+            }
             let look = reading
                 .looks
                 .filter(|_| self.look_levels > 0.0)
@@ -665,6 +669,38 @@ mod tests {
         w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
         w.on_drop(BoardId::A, Color::White, Role::Knight, 0, 200);
         assert_eq!(w.pending(BoardId::A), 0);
+    }
+
+    #[test]
+    fn a_zone_out_of_view_raises_nothing() {
+        // As `a_capture_never_handed_over_is_handover_missing`, and a piece hidden from the
+        // other zone, but neither zone is in view: the knight may lie in the part not seen.
+        let t = Table::from_fen(
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[Nq] w KQkq - 0 1 | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        )
+        .unwrap();
+        for (out_of_view, alerts) in [([true, true], 0), ([true, false], 1), ([false, false], 2)] {
+            let mut w = PocketWatcher::new(1000);
+            w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+            let r = PocketReading {
+                out_of_view,
+                ..reading(0)
+            };
+            let events: Vec<_> = (0..=5000)
+                .step_by(100)
+                .flat_map(|ts| w.on_reading(BoardId::A, ts, &r, &t, [0; 2]))
+                .collect();
+            assert_eq!(events.len(), alerts, "{out_of_view:?}: {events:?}");
+            if alerts == 1 {
+                assert!(matches!(
+                    events[0],
+                    EventBody::HiddenPocket {
+                        color: Color::Black,
+                        ..
+                    }
+                ));
+            }
+        }
     }
 
     #[test]

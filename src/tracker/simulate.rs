@@ -580,7 +580,7 @@ fn render_frame(
         motion.clamp(0.0, 1.0),
         Some(PocketReading {
             counts,
-            looks: None,
+            ..PocketReading::default()
         }),
     )
     .expect("simulated probabilities are finite and positive")

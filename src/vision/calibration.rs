@@ -9,7 +9,8 @@ use image::RgbImage;
 use serde::{Deserialize, Serialize};
 
 use super::detect::{self, FoundBoard, Gray, x_corner_contrast};
-use super::geometry::{Homography, Point, inside_convex, is_convex, signed_area};
+use super::geometry::{Homography, Point, fraction_inside, inside_convex, is_convex, signed_area};
+use crate::engine::{BoardId, Color};
 
 /// Errors of calibration: bad files, bad manual corners, or no boards found.
 #[derive(Debug, thiserror::Error)]
@@ -655,6 +656,13 @@ impl Calibration {
         std::fs::write(path, self.to_toml()?).map_err(io)
     }
 
+    /// The fraction of `board`'s `color` pocket zone inside the frame. A zone the camera does
+    /// not see whole cannot show that a piece is missing from it.
+    pub fn pocket_in_view(&self, board: BoardId, color: Color) -> f64 {
+        let zone = &self.boards[board.index()].pockets[color.index()];
+        fraction_inside(zone, f64::from(self.width), f64::from(self.height))
+    }
+
     /// Errors unless `frame` has the calibrated size.
     pub fn check_size(&self, frame: &RgbImage) -> Result<(), CalibrationError> {
         if frame.width() != self.width || frame.height() != self.height {
@@ -841,6 +849,34 @@ mod tests {
             cal.check(&frame),
             Err(CalibrationError::ImageSize { .. })
         ));
+    }
+
+    #[test]
+    fn a_pocket_zone_beyond_the_frame_edge_is_partly_out_of_view() {
+        let table = |size, xa: f64, xb: f64| {
+            Calibration::manual(
+                "t",
+                size,
+                [square(xa, 100.0, 240.0), square(xb, 100.0, 240.0)],
+                None,
+                &CalibrationConfig::default(),
+            )
+            .unwrap()
+        };
+        // Board A 20 px from the left edge: its zones lie left of it, mostly beyond the edge;
+        // board B's are inside.
+        let near_edge = table((1280, 440), 20.0, 500.0);
+        for color in Color::ALL {
+            let seen = near_edge.pocket_in_view(BoardId::A, color);
+            assert!(seen < 0.5, "{color:?}: {seen}");
+            assert_eq!(near_edge.pocket_in_view(BoardId::B, color), 1.0);
+        }
+        let centred = table((1280, 440), 300.0, 700.0);
+        for board in [BoardId::A, BoardId::B] {
+            for color in Color::ALL {
+                assert_eq!(centred.pocket_in_view(board, color), 1.0);
+            }
+        }
     }
 
     #[test]

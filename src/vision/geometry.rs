@@ -260,9 +260,67 @@ pub fn inside_convex(q: &[Point; 4], p: Point) -> bool {
     true
 }
 
+/// The fraction of a convex polygon's area that lies inside the image `[0, width] × [0,
+/// height]` (0 for a degenerate polygon). Clips it against the four edges in turn.
+pub fn fraction_inside(poly: &[Point], width: f64, height: f64) -> f64 {
+    let whole = signed_area(poly).abs();
+    if whole.is_nan() || whole <= 0.0 {
+        return 0.0;
+    }
+    // Each edge: which coordinate, the limit, and whether points below it are inside.
+    let edges = [
+        (0, 0.0, false),
+        (0, width, true),
+        (1, 0.0, false),
+        (1, height, true),
+    ];
+    let mut clipped: Vec<Point> = poly.to_vec();
+    for (axis, limit, below) in edges {
+        let inside = |p: &Point| {
+            if below {
+                p[axis] <= limit
+            } else {
+                p[axis] >= limit
+            }
+        };
+        let mut next = Vec::with_capacity(clipped.len() + 2);
+        for i in 0..clipped.len() {
+            let (a, b) = (clipped[(i + clipped.len() - 1) % clipped.len()], clipped[i]);
+            if inside(&a) != inside(&b) {
+                let t = (limit - a[axis]) / (b[axis] - a[axis]);
+                next.push([a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1])]);
+            }
+            if inside(&b) {
+                next.push(b);
+            }
+        }
+        if next.len() < 3 {
+            return 0.0;
+        }
+        clipped = next;
+    }
+    (signed_area(&clipped).abs() / whole).clamp(0.0, 1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_part_of_a_quad_inside_the_image_is_measured_by_area() {
+        let square = |x: f64, y: f64| [[x, y], [x + 10.0, y], [x + 10.0, y + 10.0], [x, y + 10.0]];
+        assert_eq!(fraction_inside(&square(5.0, 5.0), 100.0, 50.0), 1.0);
+        assert!((fraction_inside(&square(-5.0, 5.0), 100.0, 50.0) - 0.5).abs() < 1e-9);
+        assert!((fraction_inside(&square(95.0, 45.0), 100.0, 50.0) - 0.25).abs() < 1e-9);
+        assert_eq!(fraction_inside(&square(200.0, 5.0), 100.0, 50.0), 0.0);
+        // A triangle cut by the left edge: the part with x >= 0 of (-10,0) (10,0) (10,20).
+        let tri = [[-10.0, 0.0], [10.0, 0.0], [10.0, 20.0]];
+        assert!((fraction_inside(&tri, 100.0, 50.0) - 0.75).abs() < 1e-9);
+        assert_eq!(
+            fraction_inside(&[[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]], 100.0, 50.0),
+            0.0
+        );
+    }
 
     #[test]
     fn dlt_recovers_a_projective_map_and_its_inverse() {

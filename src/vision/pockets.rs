@@ -65,6 +65,9 @@ pub struct PocketConfig {
     pub threads: usize,
     /// `counts`, `split`: let idle ONNX Runtime workers spin.
     pub spinning: bool,
+    /// A zone with less of its area inside the frame is out of view: the watcher tells the
+    /// tracker so, and nothing missing from it is alerted on (0 = every zone in view).
+    pub min_in_view: f64,
 }
 
 impl Default for PocketConfig {
@@ -77,6 +80,7 @@ impl Default for PocketConfig {
             model: None,
             threads: 2,
             spinning: false,
+            min_in_view: 0.9,
         }
     }
 }
@@ -97,6 +101,11 @@ impl PocketConfig {
         if !(0.0..=4.0).contains(&self.separation) {
             return Err(VisionModelError::Config(
                 "pockets.separation must be 0..=4 squares".into(),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.min_in_view) {
+            return Err(VisionModelError::Config(
+                "pockets.min_in_view must be a fraction in [0, 1]".into(),
             ));
         }
         Ok(())
@@ -205,7 +214,7 @@ impl PocketCounts {
         let b = board.index() * 2;
         PocketReading {
             counts: [self.zones[b].counts, self.zones[b + 1].counts],
-            looks: None,
+            ..PocketReading::default()
         }
     }
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 use image::RgbImage;
 use serde::Serialize;
 
-use crate::engine::{BoardId, Position};
+use crate::engine::{BoardId, Color, Position};
 use crate::rules::{DesyncState, Event, EventBody, MoveReading, RuleSet};
 use crate::tracker::eval::{ReadingScore, lcs, standing_readings, ucis};
 use crate::tracker::{Decision, PocketReading};
@@ -23,7 +23,10 @@ use crate::vision::{Calibration, CalibrationConfig, Point};
 
 use super::frames::{ClockFeed, ClockPress, FrameFile};
 use super::simgame::{SimGameDir, board_of, pocket_counts};
-use super::{FrameStats, TableReader, TableReading, WatchConfig, WatchError, Watcher, new_tracker};
+use super::{
+    FrameStats, TableReader, TableReading, WatchConfig, WatchError, Watcher, new_tracker,
+    pockets_out_of_view,
+};
 
 /// Loads and decodes one frame.
 pub fn load_frame(path: &Path) -> Result<RgbImage, WatchError> {
@@ -88,22 +91,31 @@ pub fn calibrate_sim(
         }
         Err(e) => (format!("detection failed: {e}"), None),
     };
-    let cal = Calibration::manual(
-        "sim",
-        (first.width(), first.height()),
-        corners,
-        Some(first),
-        &cfg,
-    )
-    .map_err(|e| WatchError::Reader(format!("truth corners: {e}")))?;
     Ok((
-        cal,
+        true_calibration(game, first)?,
         CalibrationUsed {
             source: "truth".into(),
             detected_error_squares: error,
             fallback_reason: Some(reason),
         },
     ))
+}
+
+/// The calibration made from the true corners of the first truth line (`first`: the first
+/// frame).
+fn true_calibration(game: &SimGameDir, first: &RgbImage) -> Result<Calibration, WatchError> {
+    let truth = game
+        .truth
+        .first()
+        .ok_or_else(|| WatchError::Reader("truth.jsonl is empty".into()))?;
+    Calibration::manual(
+        "sim",
+        (first.width(), first.height()),
+        truth.corners,
+        Some(first),
+        &CalibrationConfig::default(),
+    )
+    .map_err(|e| WatchError::Reader(format!("truth corners: {e}")))
 }
 
 /// One event with the processing time of the call that produced it.
@@ -176,6 +188,9 @@ pub struct IncidentScore {
     /// Injected but not counted: visible for less than the pocket grace + 1 s, or cut off by the
     /// end of the recording (no detector can see them; as in `eval tracker-sim`).
     pub undetectable: usize,
+    /// Injected but not counted: about a pocket zone out of the camera's view
+    /// (`[reader.pockets] min_in_view`, on the true corners).
+    pub out_of_view: usize,
     pub detected: usize,
     pub alerts: usize,
     pub alerts_matched: usize,
@@ -300,8 +315,9 @@ pub struct PocketScore {
     /// Pieces the reader missed and pieces it saw that were not there, summed over zones.
     pub missed: usize,
     pub extra: usize,
-    /// The same over the zones whose every piece the camera could see (only recordings that
-    /// say which pieces were hidden count here).
+    /// The same over the zones whose every piece the camera could see: in view (on the true
+    /// corners, `[reader.pockets] min_in_view`) with none hidden (only recordings that say
+    /// which pieces were hidden count here).
     pub seen: usize,
     pub seen_exact: usize,
     pub seen_occupied: usize,
@@ -312,12 +328,10 @@ pub struct PocketScore {
 }
 
 impl PocketScore {
-    /// Scores one zone's reading; `hidden`: how many of its pieces the camera could not see,
-    /// when the recording says.
-    fn add(&mut self, zone: usize, read: &[u8; 5], truth: &[u8; 5], hidden: Option<usize>) {
+    /// Scores one zone's reading; `seen`: the camera could see every piece of the zone.
+    fn add(&mut self, zone: usize, read: &[u8; 5], truth: &[u8; 5], seen: bool) {
         let exact = read == truth;
         let occupied = truth.iter().any(|&n| n > 0);
-        let seen = hidden == Some(0);
         self.zones += 1;
         self.exact += exact as usize;
         self.occupied += occupied as usize;
@@ -342,6 +356,12 @@ impl PocketScore {
     }
 }
 
+/// Whether the camera saw every piece of a zone: it was in view and the recording says none
+/// was hidden.
+fn seen_whole(hidden: Option<usize>, out_of_view: bool) -> bool {
+    hidden == Some(0) && !out_of_view
+}
+
 /// One board's two true pockets and how many of their pieces were hidden (if the recording says).
 type TruePockets = (PocketReading, Option<[usize; 2]>);
 
@@ -350,6 +370,8 @@ struct PocketScoring {
     inner: Box<dyn TableReader>,
     /// Per frame time: each board's true pockets, or None while a hand is over the board.
     truth: std::collections::HashMap<u64, [Option<TruePockets>; 2]>,
+    /// Per board, White's and Black's zone out of view on the true corners.
+    out_of_view: [[bool; 2]; 2],
     score: std::sync::Arc<std::sync::Mutex<PocketScore>>,
 }
 
@@ -368,7 +390,8 @@ impl TableReader for PocketScoring {
             for (b, (r, t)) in read.iter().zip(truth).enumerate() {
                 if let Some((t, hidden)) = t {
                     for c in 0..2 {
-                        score.add(2 * b + c, &r.counts[c], &t.counts[c], hidden.map(|h| h[c]));
+                        let seen = seen_whole(hidden.map(|h| h[c]), self.out_of_view[b][c]);
+                        score.add(2 * b + c, &r.counts[c], &t.counts[c], seen);
                     }
                 }
             }
@@ -437,6 +460,12 @@ pub fn eval_game(
         .ok_or_else(|| WatchError::file(&game.dir, "no frames"))?;
     let first = load_frame(&first_frame.path)?;
     let (cal, cal_used) = calibrate_sim(game, &first)?;
+    // Which pocket zones the camera sees, on the true corners (what no reader can see is not
+    // held against it).
+    let out_of_view = pockets_out_of_view(
+        &true_calibration(game, &first)?,
+        opts.watch.reader.pockets.min_in_view,
+    );
     drop(first);
     let pocket_score = std::sync::Arc::new(std::sync::Mutex::new(PocketScore::default()));
     let reader: Box<dyn TableReader> = Box::new(PocketScoring {
@@ -454,6 +483,7 @@ pub fn eval_game(
                 (t.ts_ms, [board(0), board(1)])
             })
             .collect(),
+        out_of_view,
         score: pocket_score.clone(),
     });
     let mut tracker = new_tracker("sim", opts.rules.clone(), &opts.watch)?;
@@ -477,11 +507,11 @@ pub fn eval_game(
     let mut all_right = true;
     let mut readings = ReadingScore::default();
     for b in 0..2 {
-        right += lcs(&committed[b], &truth[b]);
-        all_right &= committed[b] == truth[b];
-        readings.add(&ReadingScore::of_board(&standing[b], &truth[b]));
+        right += lcs(&committed[b], &truth.moves[b]);
+        all_right &= committed[b] == truth.moves[b];
+        readings.add(&ReadingScore::of_board(&standing[b], &truth.moves[b]));
     }
-    let moves_truth = truth[0].len() + truth[1].len();
+    let moves_truth = truth.moves[0].len() + truth.moves[1].len();
     let moves_committed = committed[0].len() + committed[1].len();
 
     let grace = opts.watch.tracker.pocket_grace_ms;
@@ -519,11 +549,16 @@ pub fn eval_game(
             score.undetectable += 1;
             continue;
         }
+        let zone = truth.incident_zone(inc);
+        if zone.is_some_and(|(b, c)| out_of_view[b.index()][c.index()]) {
+            score.out_of_view += 1;
+            continue;
+        }
         score.injected += 1;
         let hit = events.iter().enumerate().position(|(k, e)| {
             !matched[k]
                 && alert_type(&e.event) == Some(want)
-                && on_incident_board(inc, e.event.board, board)
+                && names_incident(inc, zone, &e.event, board)
                 && e.event.ts >= inc.ts_ms[0]
                 && e.event.ts <= inc.ts_ms[1] + slack(&inc.kind)
         });
@@ -554,14 +589,15 @@ pub fn eval_game(
                     s.alerts_matched += 1;
                 }
             }
-            // A pocket alert inside any pocket incident's window (of either kind) is explained.
+            // A pocket alert inside any pocket incident's window (of either kind, any zone) is
+            // explained.
             let explained = matched[k]
                 || game.info.incidents.iter().any(|i| {
                     alert_for(&i.kind).is_some()
                         && (alert_for(&i.kind) == Some(t)
                             || (matches!(t, "hidden_pocket" | "handover_missing")
                                 && i.kind != "illegal-move"))
-                        && on_incident_board(i, e.event.board, board_of(&i.board))
+                        && names_incident(i, None, &e.event, board_of(&i.board))
                         && e.event.ts >= i.ts_ms[0]
                         && e.event.ts <= i.ts_ms[1] + slack(&i.kind)
                 });
@@ -599,7 +635,7 @@ pub fn eval_game(
                         }
                     )
             });
-            BoardCourse::of(&committed[b], &truth[b], desync)
+            BoardCourse::of(&committed[b], &truth.moves[b], desync)
         }),
         incidents: scores,
         pockets: pocket_score.lock().map(|s| s.clone()).unwrap_or_default(),
@@ -618,22 +654,33 @@ pub fn eval_game(
         decode_ms: Latency::of(decode),
         committed,
         committed_readings: standing.map(|moves| moves.into_iter().map(|(_, r)| r).collect()),
-        truth,
+        truth: truth.moves,
         alerts,
         decisions: watcher.take_decisions(),
     })
 }
 
-/// Whether an alert on `alert_board` concerns an incident on `incident_board`: an illegal move
-/// is reported on its own board; a pocket incident (a piece captured on one board that does not
-/// reach the partner's pocket on the other) may be reported on either: `handover_missing` names
-/// the board whose pocket lacks the piece, i.e. the partner board of the capture.
-fn on_incident_board(
+/// Whether alert `e` names the incident `inc` (on `incident_board`): an illegal move is reported
+/// on its own board; a pocket alert must name the incident's pocket `zone` (board and colour;
+/// for a missing hand-over the partner's pocket on the other board,
+/// [`super::simgame::TrueGame::incident_zone`]),
+/// or, where the zone is unknown, may be on either board.
+fn names_incident(
     inc: &super::simgame::IncidentInfo,
-    alert_board: Option<BoardId>,
+    zone: Option<(BoardId, Color)>,
+    e: &Event,
     incident_board: Option<BoardId>,
 ) -> bool {
-    inc.kind != "illegal-move" || alert_board == incident_board
+    if inc.kind == "illegal-move" {
+        return e.board == incident_board;
+    }
+    let named = match &e.body {
+        EventBody::HandoverMissing { color, .. } | EventBody::HiddenPocket { color, .. } => {
+            e.board.map(|b| (b, *color))
+        }
+        _ => None,
+    };
+    zone.is_none() || named == zone
 }
 
 /// Motion detection against the truth's hands, per board.
@@ -752,10 +799,14 @@ mod tests {
     #[test]
     fn pocket_readings_are_scored_exactly_and_only_visible_zones_count_as_seen() {
         let mut s = PocketScore::default();
-        s.add(0, &[1, 0, 0, 0, 0], &[1, 0, 0, 0, 0], Some(0)); // seen, right
-        s.add(1, &[0, 0, 0, 0, 0], &[2, 1, 0, 0, 0], Some(1)); // a piece hidden: not seen
-        s.add(1, &[0, 0, 1, 0, 0], &[0; 5], None); // old recording: not seen
-        s.add(3, &[0, 0, 0, 0, 0], &[0, 0, 0, 0, 1], Some(0)); // seen, missed the queen
+        assert!(seen_whole(Some(0), false));
+        assert!(!seen_whole(Some(1), false), "a piece hidden");
+        assert!(!seen_whole(None, false), "an old recording");
+        assert!(!seen_whole(Some(0), true), "a zone out of view");
+        s.add(0, &[1, 0, 0, 0, 0], &[1, 0, 0, 0, 0], true); // seen, right
+        s.add(1, &[0, 0, 0, 0, 0], &[2, 1, 0, 0, 0], false); // a piece hidden: not seen
+        s.add(1, &[0, 0, 1, 0, 0], &[0; 5], false); // old recording: not seen
+        s.add(3, &[0, 0, 0, 0, 0], &[0, 0, 0, 0, 1], true); // seen, missed the queen
         assert_eq!(
             (s.zones, s.exact, s.occupied, s.occupied_exact),
             (4, 1, 3, 1)
@@ -771,19 +822,101 @@ mod tests {
     }
 
     #[test]
-    fn pocket_incidents_match_alerts_on_either_board_illegal_moves_only_on_theirs() {
+    fn pocket_alerts_name_the_incident_zone_and_illegal_moves_its_board() {
         let inc = |kind: &str| super::super::simgame::IncidentInfo {
             kind: kind.into(),
-            move_index: 3,
+            move_index: 1,
             board: "B".into(),
             san: "exd5".into(),
             ts_ms: [1000, 2000],
         };
-        let (a, b) = (Some(BoardId::A), Some(BoardId::B));
-        assert!(on_incident_board(&inc("missing-handover"), a, b));
-        assert!(on_incident_board(&inc("hidden-pocket"), b, b));
-        assert!(on_incident_board(&inc("illegal-move"), b, b));
-        assert!(!on_incident_board(&inc("illegal-move"), a, b));
+        // Move 1 is Black's on board B: a white piece captured there goes to White on A.
+        let game = super::super::simgame::TrueGame {
+            moves: [vec![], vec!["e2e4".into(), "d7d5".into()]],
+            movers: vec![(BoardId::B, Color::White), (BoardId::B, Color::Black)],
+        };
+        let handover = inc("missing-handover");
+        let hidden = inc("hidden-pocket");
+        assert_eq!(
+            game.incident_zone(&handover),
+            Some((BoardId::A, Color::White))
+        );
+        assert_eq!(
+            game.incident_zone(&hidden),
+            Some((BoardId::B, Color::Black))
+        );
+        assert_eq!(game.incident_zone(&inc("illegal-move")), None);
+        let alert = |board: BoardId, body: EventBody| Event {
+            id: "t/1".into(),
+            table: "t".into(),
+            ts: 1500,
+            board: Some(board),
+            body,
+        };
+        let missing = |color| EventBody::HandoverMissing {
+            from_board: BoardId::B,
+            color,
+            piece: "P".into(),
+            captured_ts: 1000,
+        };
+        let b = Some(BoardId::B);
+        let zone = game.incident_zone(&handover);
+        assert!(names_incident(
+            &handover,
+            zone,
+            &alert(BoardId::A, missing(Color::White)),
+            b
+        ));
+        assert!(!names_incident(
+            &handover,
+            zone,
+            &alert(BoardId::A, missing(Color::Black)),
+            b
+        ));
+        assert!(!names_incident(
+            &handover,
+            zone,
+            &alert(BoardId::B, missing(Color::White)),
+            b
+        ));
+        assert!(names_incident(
+            &handover,
+            None,
+            &alert(BoardId::B, missing(Color::Black)),
+            b
+        ));
+        let shown = EventBody::HiddenPocket {
+            color: Color::Black,
+            piece: "n".into(),
+            held: 1,
+            visible: 0,
+        };
+        let zone = game.incident_zone(&hidden);
+        assert!(names_incident(
+            &hidden,
+            zone,
+            &alert(BoardId::B, shown.clone()),
+            b
+        ));
+        assert!(!names_incident(
+            &hidden,
+            zone,
+            &alert(BoardId::A, shown.clone()),
+            b
+        ));
+        let illegal = inc("illegal-move");
+        assert!(names_incident(
+            &illegal,
+            None,
+            &alert(BoardId::B, shown.clone()),
+            b
+        ));
+        assert!(!names_incident(
+            &illegal,
+            None,
+            &alert(BoardId::A, shown),
+            b
+        ));
     }
 
     #[test]

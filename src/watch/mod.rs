@@ -23,7 +23,7 @@ pub mod simgame;
 use image::RgbImage;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{BoardId, Position, Table};
+use crate::engine::{BoardId, Color, Position, Table};
 use crate::rules::{Event, EventBody};
 use crate::tracker::{Observation, PocketReading, SquareClass, SquareLook, Tracker, TrackerConfig};
 use crate::vision::motion::{MotionConfig, MotionCues, MotionDetector, MotionError};
@@ -141,6 +141,10 @@ impl WatchConfig {
             .validate()
             .map_err(|e| WatchError::Config(e.to_string()))?;
         cfg.drift.validate().map_err(WatchError::Config)?;
+        cfg.reader
+            .pockets
+            .validate()
+            .map_err(|e| WatchError::Config(e.to_string()))?;
         Ok(cfg)
     }
 }
@@ -179,6 +183,16 @@ pub struct Watcher {
     /// The calibration in force and whether it still holds.
     drift: CalibrationWatch,
     motion_cfg: MotionConfig,
+    /// `[reader.pockets] min_in_view`.
+    pocket_min_in_view: f64,
+    /// Per board, White's and Black's pocket zone out of view under the calibration in force.
+    pockets_out_of_view: [[bool; 2]; 2],
+}
+
+/// Per board, whether White's and Black's pocket zones have less than `min` of their area
+/// inside the frame.
+pub fn pockets_out_of_view(cal: &Calibration, min: f64) -> [[bool; 2]; 2] {
+    [BoardId::A, BoardId::B].map(|b| Color::ALL.map(|c| cal.pocket_in_view(b, c) < min))
 }
 
 impl Watcher {
@@ -202,6 +216,8 @@ impl Watcher {
             occlusion: OcclusionMap::new(cal),
             drift: CalibrationWatch::new(cal.clone(), cfg.drift.clone()),
             motion_cfg: cfg.motion.clone(),
+            pocket_min_in_view: cfg.reader.pockets.min_in_view,
+            pockets_out_of_view: pockets_out_of_view(cal, cfg.reader.pockets.min_in_view),
         })
     }
 
@@ -348,6 +364,7 @@ impl Watcher {
             });
             self.motion = MotionDetector::new(&found, &self.motion_cfg)?;
             self.occlusion = OcclusionMap::new(&found);
+            self.pockets_out_of_view = pockets_out_of_view(&found, self.pocket_min_in_view);
             self.drift.replace(found);
             let detail = format!(
                 "the boards were found again and read as tracked; corners moved by {:.1} px \
@@ -490,7 +507,13 @@ impl Watcher {
                 ts,
                 &reading.squares[i][..],
                 motion[i].score.clamp(0.0, 1.0),
-                reading.pockets.map(|p| p[i]),
+                reading.pockets.map(|p| {
+                    let out = self.pockets_out_of_view[i];
+                    PocketReading {
+                        out_of_view: [0, 1].map(|c| p[i].out_of_view[c] || out[c]),
+                        ..p[i]
+                    }
+                }),
             )?;
             // Where a piece would be hidden behind a nearer one, the reading cannot tell it
             // from an empty square (a vacated d2 behind the queen keeps reading a pawn).

@@ -58,6 +58,29 @@ pub struct TruthLine {
     pub pockets_hidden: Option<[[usize; 2]; 2]>,
 }
 
+/// The moves a simulated game rendered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrueGame {
+    /// Per board, the moves in UCI.
+    pub moves: [Vec<String>; 2],
+    /// Per move of the record (by its index), its board and the player who made it.
+    pub movers: Vec<(BoardId, Color)>,
+}
+
+impl TrueGame {
+    /// The pocket zone (board, colour) an injected pocket incident is about: the mover's own
+    /// for `hidden-pocket` (he hides a piece of his pocket), the partner's pocket that should
+    /// receive the captured piece for `missing-handover`; None for other kinds.
+    pub fn incident_zone(&self, inc: &IncidentInfo) -> Option<(BoardId, Color)> {
+        let &(board, mover) = self.movers.get(inc.move_index)?;
+        match inc.kind.as_str() {
+            "hidden-pocket" => Some((board, mover)),
+            "missing-handover" => Some((board.other(), mover.other())),
+            _ => None,
+        }
+    }
+}
+
 /// A simulated game directory, loaded.
 #[derive(Debug, Clone)]
 pub struct SimGameDir {
@@ -129,12 +152,12 @@ impl SimGameDir {
         ))
     }
 
-    /// The true moves per board in UCI, as rendered.
+    /// The true moves, as rendered.
     pub fn true_moves(
         &self,
         games: Option<&Path>,
         variant: &Variant,
-    ) -> Result<[Vec<String>; 2], WatchError> {
+    ) -> Result<TrueGame, WatchError> {
         let path = self.source_path(games)?;
         let bytes = std::fs::read(&path).map_err(|e| WatchError::file(&path, e))?;
         let mut all = bpgn::parse_bpgn_lenient(&bytes);
@@ -157,7 +180,10 @@ impl SimGameDir {
             .iter()
             .find(|i| i.kind == "drop-mate")
             .map(|i| (i.move_index, i.san.clone()));
-        let mut out: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+        let mut out = TrueGame {
+            moves: [Vec::new(), Vec::new()],
+            movers: Vec::new(),
+        };
         for (i, mv) in game.moves.iter().enumerate().take(self.info.moves) {
             let san = match &drop_mate {
                 Some((k, san)) if *k == i => san.clone(),
@@ -166,10 +192,11 @@ impl SimGameDir {
             let m = table
                 .parse_san(mv.board, &san, variant)
                 .map_err(|e| WatchError::file(&path, format!("move {i} {san}: {e}")))?;
+            out.movers.push((mv.board, table.board(mv.board).turn()));
             table
                 .play(mv.board, m, variant)
                 .map_err(|e| WatchError::file(&path, format!("move {i} {san}: {e}")))?;
-            out[mv.board.index()].push(m.to_uci().to_string());
+            out.moves[mv.board.index()].push(m.to_uci().to_string());
             if drop_mate.as_ref().is_some_and(|(k, _)| *k == i) {
                 break;
             }
