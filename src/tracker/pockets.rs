@@ -37,6 +37,11 @@ const SHORT_READINGS: u32 = 2;
 const BEFORE_CAPTURE_MS: u64 = 2000;
 /// How long zone looks are kept.
 const LOOK_HISTORY_MS: u64 = 12_000;
+/// Calm readings of the receiving zone since a capture was committed before its hand-over may
+/// be alerted on. A capture is often committed seconds after its press (a chain decided at a
+/// later calm view) with the press's time, so its grace period may be over at once; the zone
+/// must first be seen, as often as a look needs to show a piece arrived.
+const HANDOVER_READINGS: u32 = LOOK_READINGS;
 
 /// What one pocket zone looked like.
 #[derive(Debug, Clone, Default)]
@@ -84,6 +89,8 @@ struct Handover {
     before: Option<(u64, PocketLook)>,
     /// Consecutive calm readings in which the zone's look differed from `before`.
     changed_run: u32,
+    /// Calm readings of the receiving zone since the capture was committed.
+    readings: u32,
 }
 
 /// Compares pocket readings with the engine's pockets and raises pocket alerts.
@@ -163,6 +170,7 @@ impl PocketWatcher {
                 alertable,
                 before,
                 changed_run: 0,
+                readings: 0,
             });
         }
     }
@@ -255,6 +263,13 @@ impl PocketWatcher {
                 .filter(|_| self.look_levels > 0.0)
                 .map(|l| l[color.index()]);
             let untouched = look.is_some_and(|l| self.zone_look(board, color, ts, &l));
+            for h in self
+                .pending
+                .iter_mut()
+                .filter(|h| h.from == board.other() && h.color == color)
+            {
+                h.readings += 1;
+            }
             let waiting = undecided[color.index()];
             let mut excuses = if self.excuse_undecided { waiting } else { 0 };
             let mut all_there = true;
@@ -326,6 +341,7 @@ impl PocketWatcher {
                         && h.alertable
                         && confirmed
                         && !h.reported
+                        && h.readings >= HANDOVER_READINGS
                         && ts.saturating_sub(h.captured_ts) >= self.grace_ms
                     {
                         h.reported = true;
@@ -753,15 +769,16 @@ mod tests {
                 .as_slice(),
             [EventBody::HandoverMissing { captured_ts: 0, .. }]
         ));
-        // With nothing undecided, or only Black's moves, one reading is enough.
+        // With nothing undecided, or only Black's moves, the same: a hand-over is alerted on
+        // only at the second reading of its zone since the capture was committed.
         for undecided in [[0, 0], [0, 1]] {
             let mut w = PocketWatcher::new(1000);
             w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
-            assert_eq!(
-                w.on_reading(BoardId::A, 3000, &reading(0), &t, undecided)
-                    .len(),
-                1
-            );
+            let mut alerts = |ts| {
+                w.on_reading(BoardId::A, ts, &reading(0), &t, undecided)
+                    .len()
+            };
+            assert_eq!((alerts(3000), alerts(3600)), (0, 1));
         }
         // The same for a hidden piece: a reading without the shortfall in between restarts
         // the count.
@@ -853,6 +870,56 @@ mod tests {
         PocketReading {
             looks: Some([[[white; 3]; 64], [[100; 3]; 64]]),
             ..reading(knights)
+        }
+    }
+
+    #[test]
+    fn a_capture_committed_late_is_looked_for_before_it_is_missing() {
+        // The capture's press was at 3000 and it is committed at 8000 with that time, its grace
+        // over at once; the knight was set down at 3500 and the reader never counts it.
+        let before = Table::new();
+        let after = table_with_white_knight_in_a_pocket();
+        let zone = |ts: u64| {
+            let mut r = looking(0, 60);
+            if ts >= 3500 {
+                for block in &mut r.looks.as_mut().unwrap()[0][9..12] {
+                    *block = [200; 3];
+                }
+            }
+            r
+        };
+        for arrived in [true, false] {
+            let mut w = PocketWatcher::new(1000).with_looks(10.0);
+            let mut events = Vec::new();
+            for ts in (0..=11_000).step_by(200) {
+                if (600..8000).contains(&ts) {
+                    continue; // hands over the board
+                }
+                if ts == 8000 {
+                    w.on_capture(BoardId::B, WHITE_KNIGHT, 3000);
+                }
+                let t = if ts < 8000 { &before } else { &after };
+                let r = if arrived { zone(ts) } else { zone(0) };
+                events.extend(w.on_reading(BoardId::A, ts, &r, t, [0; 2]));
+                if ts == 8000 {
+                    assert!(events.is_empty(), "alerted at the commit: {events:?}");
+                }
+            }
+            if arrived {
+                assert!(events.is_empty(), "{events:?}");
+                assert_eq!(w.pending(BoardId::A), 0);
+            } else {
+                assert!(
+                    matches!(
+                        events.as_slice(),
+                        [EventBody::HandoverMissing {
+                            captured_ts: 3000,
+                            ..
+                        }]
+                    ),
+                    "{events:?}"
+                );
+            }
         }
     }
 
