@@ -217,4 +217,23 @@ fn a_bumped_camera_is_an_alert_with_its_frames_kept_and_the_boards_are_found_aga
         .filter(|r| r["kind"] == "frame" && r["payload"]["incident_id"] == lost.2)
         .count();
     assert!(kept >= 20, "{kept} frames kept around the bump");
+    // The calibration found again replaced the table's file (a restart starts from it), the
+    // one it replaced kept beside it.
+    let before = Calibration::load(&run.dir.path().join("t1.toml.prev")).unwrap();
+    let after = Calibration::load(&run.dir.path().join("t1.toml")).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sim-game");
+    let frame = image::open(fixture.join("frames/000000.jpg"))
+        .unwrap()
+        .to_rgb8();
+    let original = Calibration::detect(&frame, "t1", &CalibrationConfig::default()).unwrap();
+    assert_eq!(before.boards[0].corners, original.boards[0].corners);
+    for (old, new) in original.boards.iter().zip(&after.boards) {
+        for (p, q) in old.corners.iter().zip(&new.corners) {
+            let (dx, dy) = (q[0] - p[0], q[1] - p[1]);
+            assert!(
+                (dx - 3.0).abs() < 1.0 && (dy - 2.0).abs() < 1.0,
+                "moved by ({dx}, {dy})"
+            );
+        }
+    }
 }

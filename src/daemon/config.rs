@@ -446,6 +446,12 @@ impl DaemonConfig {
             .drift
             .validate()
             .map_err(|e| format!("vision.watch.{e}"))?;
+        self.vision
+            .watch
+            .reader
+            .pockets
+            .validate()
+            .map_err(|e| format!("vision.watch.reader: {e}"))?;
         if self.mqtt.tls.is_some() && self.mqtt.needs_embedded_broker() {
             return Err(
                 "mqtt.tls needs mqtt.host: the embedded broker only speaks plain TCP".into(),
@@ -560,6 +566,10 @@ mod tests {
                 "vision.watch.tracker",
             ),
             ("[[tables]]\nid = \"t1\"\n[vision]\nhold = 3\n", "line "),
+            (
+                "[[tables]]\nid = \"t1\"\n[vision.watch.reader.pockets]\nmin_in_view = 2.0\n",
+                "min_in_view",
+            ),
         ];
         for (text, want) in cases {
             let err = parse(text).expect_err(text);

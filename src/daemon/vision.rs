@@ -25,7 +25,7 @@ use crate::evidence::Frame;
 use crate::rules::{Event, EventBody, RuleSet};
 use crate::tracker::{Tracker, raised_by_tracker};
 use crate::vision::Calibration;
-use crate::watch::{OnnxReader, TableReader, WatchError, Watcher};
+use crate::watch::{OnnxReader, TableReader, WatchError, Watcher, drift};
 
 use super::DaemonError;
 use super::config::VisionConfig;
@@ -66,6 +66,8 @@ pub struct WatchSetup {
     pub idx: usize,
     pub table: String,
     pub calibration: Calibration,
+    /// Where the calibration came from; a recalibration is written back there.
+    pub calibration_path: PathBuf,
     pub config: VisionConfig,
 }
 
@@ -77,12 +79,13 @@ impl WatchSetup {
         calibration: &Path,
         config: &VisionConfig,
     ) -> Result<WatchSetup, DaemonError> {
-        let calibration = Calibration::load(calibration)
+        let loaded = Calibration::load(calibration)
             .map_err(|e| DaemonError::Source(format!("table {table}: calibration {e}")))?;
         Ok(WatchSetup {
             idx,
             table: table.to_string(),
-            calibration,
+            calibration: loaded,
+            calibration_path: calibration.to_path_buf(),
             config: config.clone(),
         })
     }
@@ -327,11 +330,16 @@ impl WatchLoop {
                 action: a.to_json(),
             })
             .collect();
+        if events.iter().any(
+            |e| matches!(&e.body, EventBody::Status { state, .. } if state == drift::RECALIBRATED),
+        ) {
+            self.save_calibration();
+        }
         inputs.extend(events.into_iter().filter_map(|e| match e.body {
             // The calibration watch's findings (`calibration_lost`, `recalibrated`, …), as the
             // camera's own notices are reported.
             EventBody::Status { state, detail }
-                if crate::watch::drift::STATUS_STATES.contains(&state.as_str()) =>
+                if drift::STATUS_STATES.contains(&state.as_str()) =>
             {
                 Some(TableInput::Notice { state, detail })
             }
@@ -343,6 +351,36 @@ impl WatchLoop {
             _ => None,
         }));
         self.send(inputs);
+    }
+
+    /// Writes the calibration the watcher found again over the table's calibration file, so that
+    /// a restart starts from where the boards are now; the file it replaces is kept beside it
+    /// (`<file>.prev`). A failure is reported (`calibration_unsaved`), the watch goes on.
+    fn save_calibration(&mut self) {
+        let path = &self.setup.calibration_path;
+        let mut prev = path.clone().into_os_string();
+        prev.push(".prev");
+        let saved = std::fs::copy(path, &prev)
+            .map_err(|e| format!("cannot keep {} as {}: {e}", path.display(), prev.display()))
+            .and_then(|_| {
+                save_atomically(self.watcher.calibration(), path)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))
+            });
+        match saved {
+            Ok(()) => log::info!(
+                "{}: recalibrated; {} written (the previous calibration kept as {})",
+                self.setup.table,
+                path.display(),
+                Path::new(&prev).display()
+            ),
+            Err(detail) => {
+                log::warn!("{}: calibration_unsaved: {detail}", self.setup.table);
+                self.send(vec![TableInput::Notice {
+                    state: "calibration_unsaved".into(),
+                    detail,
+                }]);
+            }
+        }
     }
 
     /// Reports a problem once per kind of problem (the first of a run of failing frames).
@@ -363,4 +401,13 @@ impl WatchLoop {
             let _ = self.out.send(WatchOutput::Inputs(self.setup.idx, inputs));
         }
     }
+}
+
+/// Writes `cal` to `path` through a temporary file beside it, so that a crash leaves the old
+/// file or the new one, never half of one.
+fn save_atomically(cal: &Calibration, path: &Path) -> Result<(), String> {
+    let mut tmp = path.to_path_buf().into_os_string();
+    tmp.push(".tmp");
+    cal.save(Path::new(&tmp)).map_err(|e| e.to_string())?;
+    std::fs::rename(&tmp, path).map_err(|e| e.to_string())
 }

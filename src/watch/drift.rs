@@ -19,7 +19,10 @@ use crate::vision::{Calibration, Drift, Point};
 
 /// The `state`s of the `status` events the calibration watch raises (the daemon forwards these,
 /// not the statuses of the tracker's referee, which its own referee raises again).
-pub const STATUS_STATES: [&str; 3] = ["calibration_lost", "recalibrated", "calibration_restored"];
+pub const STATUS_STATES: [&str; 3] = ["calibration_lost", RECALIBRATED, "calibration_restored"];
+
+/// The status the watcher raises when it took a new calibration.
+pub const RECALIBRATED: &str = "recalibrated";
 
 /// `[drift]`: how the calibration is watched.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

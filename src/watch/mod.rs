@@ -236,6 +236,11 @@ impl Watcher {
         self.tracker.take_decisions()
     }
 
+    /// The calibration in force (a recalibration replaces the one the watcher started with).
+    pub fn calibration(&self) -> &Calibration {
+        self.drift.calibration()
+    }
+
     /// Whether the reader was adapted on each board's start position.
     pub fn adapted(&self) -> [bool; 2] {
         self.adapted
@@ -371,7 +376,7 @@ impl Watcher {
                      (board A) and {:.1} px (board B) on average",
                 shift[0], shift[1]
             );
-            events.push(self.status(ts, "recalibrated", detail));
+            events.push(self.status(ts, drift::RECALIBRATED, detail));
             return Ok(DriftOutcome {
                 events,
                 blocked: [false; 2],
@@ -618,6 +623,34 @@ mod tests {
                 .push((board, frame.get_pixel(0, 0)[0]));
             Ok(true)
         }
+    }
+
+    #[test]
+    fn pocket_zones_beyond_the_frame_are_out_of_view_as_configured() {
+        let err = WatchConfig::from_toml("[reader.pockets]\nmin_in_view = 1.5\n").unwrap_err();
+        assert!(err.to_string().contains("min_in_view"), "{err}");
+        let square = |x: f64| {
+            [
+                [x, 340.0],
+                [x + 240.0, 340.0],
+                [x + 240.0, 100.0],
+                [x, 100.0],
+            ]
+        };
+        let cal = Calibration::manual(
+            "t",
+            (1280, 440),
+            [square(20.0), square(500.0)],
+            None,
+            &crate::vision::CalibrationConfig::default(),
+        )
+        .unwrap();
+        // Board A hugs the left edge: its zones, beside its outer edge, are mostly beyond it.
+        assert_eq!(
+            pockets_out_of_view(&cal, 0.9),
+            [[true, true], [false, false]]
+        );
+        assert_eq!(pockets_out_of_view(&cal, 0.0), [[false; 2]; 2]);
     }
 
     #[test]
