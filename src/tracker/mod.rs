@@ -148,7 +148,8 @@ pub struct PocketReading {
     #[serde(skip)]
     pub looks: Option<[PocketLook; 2]>,
     /// White's and Black's zone lie partly outside the camera's view: what their counts miss
-    /// may be there, so they raise no pocket alert and weigh no drop.
+    /// may be there, so they raise no pocket alert. (The decoder still weighs drops with them:
+    /// the part in view shows some pieces; `docs/tracker.md`.)
     #[serde(default)]
     pub out_of_view: [bool; 2],
 }

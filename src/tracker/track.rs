@@ -51,14 +51,13 @@ fn pieces_added(
     out
 }
 
-/// The per-count median of some readings; a zone out of view in any of them is out of view.
+/// The per-count median of some readings.
 fn median_reading(readings: &std::collections::VecDeque<PocketReading>) -> Option<PocketReading> {
     if readings.is_empty() {
         return None;
     }
     let mut out = PocketReading::default();
     for c in 0..2 {
-        out.out_of_view[c] = readings.iter().any(|x| x.out_of_view[c]);
         for r in 0..5 {
             let mut v: Vec<u8> = readings.iter().map(|x| x.counts[c][r]).collect();
             v.sort_unstable();
