@@ -279,10 +279,16 @@ pub fn eval_game_cmd(args: EvalGameArgs) -> anyhow::Result<()> {
             r.sure.right, r.sure.committed, r.guessed.right, r.guessed.committed
         );
         for s in &report.incidents {
-            if s.injected > 0 || s.alerts > 0 {
+            if s.injected > 0 || s.alerts > 0 || s.out_of_view > 0 {
                 println!(
-                    "  {}: detected {}/{}, alerts {} ({} matched)",
-                    s.kind, s.detected, s.injected, s.alerts, s.alerts_matched
+                    "  {}: detected {}/{}, alerts {} ({} matched); not counted: {} out of view, {} undetectable",
+                    s.kind,
+                    s.detected,
+                    s.injected,
+                    s.alerts,
+                    s.alerts_matched,
+                    s.out_of_view,
+                    s.undetectable
                 );
             }
         }
