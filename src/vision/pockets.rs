@@ -80,7 +80,7 @@ impl Default for PocketConfig {
             model: None,
             threads: 2,
             spinning: false,
-            min_in_view: 0.9,
+            min_in_view: 0.8,
         }
     }
 }
