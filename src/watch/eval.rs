@@ -461,11 +461,13 @@ pub fn eval_game(
     let first = load_frame(&first_frame.path)?;
     let (cal, cal_used) = calibrate_sim(game, &first)?;
     // Which pocket zones the camera sees, on the true corners (what no reader can see is not
-    // held against it).
-    let out_of_view = pockets_out_of_view(
-        &true_calibration(game, &first)?,
-        opts.watch.reader.pockets.min_in_view,
-    );
+    // held against it); the fallback calibration is made from them already.
+    let min_in_view = opts.watch.reader.pockets.min_in_view;
+    let out_of_view = if cal_used.source == "truth" {
+        pockets_out_of_view(&cal, min_in_view)
+    } else {
+        pockets_out_of_view(&true_calibration(game, &first)?, min_in_view)
+    };
     drop(first);
     let pocket_score = std::sync::Arc::new(std::sync::Mutex::new(PocketScore::default()));
     let reader: Box<dyn TableReader> = Box::new(PocketScoring {
