@@ -22,6 +22,31 @@ pub enum EvalCommand {
     Squares(super::vision::SquaresArgs),
     /// Count the pocket patches of a labelled set (pockets.csv) and score exact counts.
     Pockets(super::vision::PocketsArgs),
+    /// Score the tracker's move prior (how likely a player is to make each legal move) on
+    /// recorded games, and optionally fit its weights on others.
+    MovePrior(MovePriorArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MovePriorArgs {
+    /// A BPGN file with recorded games.
+    #[arg(long)]
+    games: PathBuf,
+    /// Fit the weights on these games (0-based, `START..END`, END excluded) and score them too.
+    #[arg(long)]
+    fit: Option<String>,
+    /// Score on these games (`START..END`; default: all games outside `--fit`).
+    #[arg(long)]
+    test: Option<String>,
+    /// L2 penalty per position on the fitted weights.
+    #[arg(long, default_value_t = 0.001)]
+    l2: f64,
+    /// Rule set: a preset name or a TOML file.
+    #[arg(long, default_value = "fics")]
+    rules: String,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -80,7 +105,95 @@ pub fn eval(cmd: EvalCommand) -> anyhow::Result<()> {
         EvalCommand::Motion(args) => super::watch::eval_motion_cmd(args),
         EvalCommand::Squares(args) => super::vision::eval_squares(args),
         EvalCommand::Pockets(args) => super::vision::eval_pockets(args),
+        EvalCommand::MovePrior(args) => move_prior(args),
     }
+}
+
+/// `START..END` as a range of game indices.
+fn game_range(text: &str, games: usize) -> anyhow::Result<std::ops::Range<usize>> {
+    let (a, b) = text
+        .split_once("..")
+        .with_context(|| format!("{text:?} is not a range START..END"))?;
+    let a: usize = a
+        .trim()
+        .parse()
+        .with_context(|| format!("bad start in {text:?}"))?;
+    let b: usize = b
+        .trim()
+        .parse()
+        .with_context(|| format!("bad end in {text:?}"))?;
+    anyhow::ensure!(
+        a < b && b <= games,
+        "range {text:?} must be non-empty and within the file's {games} games"
+    );
+    Ok(a..b)
+}
+
+fn move_prior(args: MovePriorArgs) -> anyhow::Result<()> {
+    use tandem_monitor::tracker::plausible::{self, FEATURE_NAMES, MovePrior, Sample};
+    let bytes = std::fs::read(&args.games)
+        .with_context(|| format!("cannot read {}", args.games.display()))?;
+    let games = bpgn::parse_bpgn(&bytes)
+        .with_context(|| format!("{} is not a BPGN file", args.games.display()))?;
+    let variant = RuleSet::load(&args.rules)?.variant();
+    let fit = args
+        .fit
+        .as_deref()
+        .map(|t| game_range(t, games.len()))
+        .transpose()?;
+    let test = match args.test.as_deref() {
+        Some(t) => Some(game_range(t, games.len())?),
+        None => None,
+    };
+    let in_test = |i: usize| match (&test, &fit) {
+        (Some(t), _) => t.contains(&i),
+        (None, Some(f)) => !f.contains(&i),
+        (None, None) => true,
+    };
+    let (mut fit_set, mut test_set): (Vec<Sample>, Vec<Sample>) = (Vec::new(), Vec::new());
+    let mut skipped = Vec::new();
+    for (i, g) in games.iter().enumerate() {
+        let samples = match plausible::samples_from_game(g, &variant) {
+            Ok(s) => s,
+            Err(e) => {
+                skipped.push(format!("game {i}: {e}"));
+                continue;
+            }
+        };
+        if fit.as_ref().is_some_and(|f| f.contains(&i)) {
+            fit_set.extend(samples.iter().cloned());
+        }
+        if in_test(i) {
+            test_set.extend(samples);
+        }
+    }
+    anyhow::ensure!(!test_set.is_empty(), "no positions to score");
+    let current = MovePrior::default();
+    let uniform = MovePrior {
+        weights: [0.0; plausible::FEATURES],
+    };
+    let fitted = (!fit_set.is_empty()).then(|| MovePrior::fit(&fit_set, args.l2, 1500));
+    let score = |m: &MovePrior, set: &[Sample]| -m.log_likelihood(set);
+    let report = serde_json::json!({
+        "skipped": skipped,
+        "test_positions": test_set.len(),
+        "fit_positions": fit_set.len(),
+        "log_loss": {
+            "uniform": score(&uniform, &test_set),
+            "current": score(&current, &test_set),
+            "fitted": fitted.map(|m| score(&m, &test_set)),
+            "fitted_on_fit_set": fitted.map(|m| score(&m, &fit_set)),
+        },
+        "current": FEATURE_NAMES.iter().zip(current.weights).map(|(n, w)| (n.to_string(), w)).collect::<std::collections::BTreeMap<_, _>>(),
+        "fitted": fitted.map(|m| FEATURE_NAMES.iter().zip(m.weights).map(|(n, w)| (n.to_string(), w)).collect::<std::collections::BTreeMap<_, _>>()),
+        "fitted_array": fitted.map(|m| m.weights.to_vec()),
+    });
+    if args.json {
+        println!("{report}");
+    } else {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    Ok(())
 }
 
 fn tracker_sim(args: TrackerSimArgs) -> anyhow::Result<()> {

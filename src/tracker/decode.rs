@@ -9,6 +9,7 @@
 
 use crate::engine::{BoardId, Color, IllegalReason, Move, Position, Role, Square, Table, Variant};
 
+use super::plausible::MovePrior;
 use super::{Observation, PocketReading, SquareClass, SquareEvidence, SquareLook, TrackerConfig};
 
 /// Per-square log-probabilities of one (or the mean of several) observations.
@@ -557,11 +558,11 @@ impl<'a> Decoder<'a> {
     /// The node after `m` from `node`, scored as the search scores it; `None` if `m` is not
     /// legal there (or a steal promotion, which only the first move of a search may be).
     fn grow(&self, ll: &LogLik, ev: &Evidence, node: &Node, m: Move) -> Option<Node> {
-        if matches!(m, Move::Steal { .. })
-            || !node.pos.legal_moves(self.variant).iter().any(|&l| l == m)
-        {
+        let legal = node.pos.legal_moves(self.variant);
+        if matches!(m, Move::Steal { .. }) || !legal.iter().any(|&l| l == m) {
             return None;
         }
+        let plausible = self.plausibility(&node.pos, &legal, node.seq.len + 1, ev, m);
         let mut pos = node.pos.clone();
         pos.play(m, self.variant);
         let changes = diff(&node.pos, &pos);
@@ -580,12 +581,57 @@ impl<'a> Decoder<'a> {
             seq: node.seq.push(m),
             pos,
             classes,
-            score: score + pd + td + promotion_prior(m),
+            score: score + pd + td + promotion_prior(m) + plausible,
             fp: fp.wrapping_add(pfp),
             drops,
             shown,
             last_t,
         })
+    }
+
+    /// How much likelier than expected each of `moves` (the legal moves of `pos`) is for a
+    /// player, within ±`prior_plausible` nats, into `out` (zeros when it is off). `depth`: the
+    /// move's place in its chain (1 = first). Only moves the presses announce (the first one
+    /// without a clock) gain: the search picks the likeliest moves wherever the view does not
+    /// constrain them, so a chain longer than announced would otherwise collect bonuses for
+    /// moves nobody made.
+    fn plausibilities(
+        &self,
+        pos: &Position,
+        moves: &[Move],
+        depth: usize,
+        ev: &Evidence,
+        out: &mut Vec<f32>,
+    ) {
+        if self.cfg.prior_plausible == 0.0 {
+            out.clear();
+            out.resize(moves.len(), 0.0);
+            return;
+        }
+        MovePrior::default().centred(pos, moves, out);
+        let cap = self.cfg.prior_plausible;
+        let announced = depth <= ev.presses.unwrap_or(1).max(1) as usize;
+        for v in out.iter_mut() {
+            *v = if announced {
+                v.clamp(-cap, cap)
+            } else {
+                v.clamp(-cap, 0.0)
+            };
+        }
+    }
+
+    /// [`Self::plausibilities`] of one move `m` of `moves`.
+    fn plausibility(
+        &self,
+        pos: &Position,
+        moves: &[Move],
+        depth: usize,
+        ev: &Evidence,
+        m: Move,
+    ) -> f32 {
+        let mut all = Vec::new();
+        self.plausibilities(pos, moves, depth, ev, &mut all);
+        moves.iter().position(|&x| x == m).map_or(0.0, |i| all[i])
     }
 
     /// Decodes `ll` (this board) with `other` (the partner board's latest reading, used to tell
@@ -623,7 +669,9 @@ impl<'a> Decoder<'a> {
             last_t: 0,
         };
         let mut frontier = Vec::with_capacity(legal.len());
-        for &m1 in legal.iter() {
+        let mut plausible: Vec<f32> = Vec::new();
+        self.plausibilities(pos, &legal, 1, ev, &mut plausible);
+        for (i1, &m1) in legal.iter().enumerate() {
             if let Move::Steal { from, to, steal } = m1 {
                 let Some(piece) = self.table.board(self.board.other()).piece_at(steal) else {
                     continue;
@@ -659,7 +707,10 @@ impl<'a> Decoder<'a> {
             let (score, fp) = self.extend(ll, &root, &changes);
             let (pd, pfp) = self.pocket_term(ev, &root, m1);
             let (td, shown, last_t) = self.transient_term(ev, 0, 0, &changes);
-            let (score, fp) = (score + pd + td + promotion_prior(m1), fp.wrapping_add(pfp));
+            let (score, fp) = (
+                score + pd + td + promotion_prior(m1) + plausible[i1],
+                fp.wrapping_add(pfp),
+            );
             top.offer(
                 score + self.cfg.prior_move,
                 fp,
@@ -713,7 +764,8 @@ impl<'a> Decoder<'a> {
             for (pi, node) in frontier.iter().enumerate() {
                 replies.clear();
                 node.pos.legal_moves_into(self.variant, &mut replies);
-                for &m in replies.iter() {
+                self.plausibilities(&node.pos, &replies, depth, ev, &mut plausible);
+                for (ri, &m) in replies.iter().enumerate() {
                     if node.seq.undoes(m) {
                         continue;
                     }
@@ -729,7 +781,7 @@ impl<'a> Decoder<'a> {
                     let (pd, pfp) = self.pocket_term(ev, node, m);
                     let (td, shown, last_t) =
                         self.transient_term(ev, node.shown, node.last_t, &changes);
-                    let score = score + pd + td + promotion_prior(m);
+                    let score = score + pd + td + promotion_prior(m) + plausible[ri];
                     let fp = fp.wrapping_add(pfp);
                     top.offer(
                         score + prior,
@@ -844,7 +896,11 @@ impl<'a> Decoder<'a> {
             let (best, _, _, seq) = top.best.expect("no change is always offered");
             let evidence = self.disagreeing(ll, &seq, pos);
             let margin = top.second.map_or(f32::INFINITY, |s| best - s.0);
-            evidence.is_empty() && margin >= self.cfg.commit_margin
+            // A chain longer than the presses announce (one move without a clock) may be a
+            // detour the search found to the squares of one illegal move (the move prior
+            // guides it to such detours): the illegal move is offered against it.
+            let announced = ev.presses.unwrap_or(1).max(1) as usize;
+            evidence.is_empty() && margin >= self.cfg.commit_margin && seq.len <= announced
         };
         if !explained(&top) {
             illegal_considered = true;
@@ -1465,7 +1521,12 @@ mod tests {
         )
         .unwrap();
         let chain = ["B@f7", "e8f7", "N@g5", "f7e8"];
-        let (cfg, v) = (TrackerConfig::default(), Variant::default());
+        // Without the move prior, which finds this chain alone (below).
+        let cfg = TrackerConfig {
+            prior_plausible: 0.0,
+            ..TrackerConfig::default()
+        };
+        let v = Variant::default();
         let obs = Observation::exact(BoardId::A, 0, &after(&t, BoardId::A, &chain), 0.0);
         let ll = LogLik::from_observation(&obs, &cfg);
         let mut ev = Evidence {
@@ -1481,6 +1542,12 @@ mod tests {
         let start = t.board(BoardId::A);
         ev.carried = vec![self::chain(start, &chain[..2])];
         assert_eq!(decode(&ev), chain);
+        // A bishop dropped with check and taken, a knight dropped with check: the moves
+        // players make, so the prior keeps the chain in the beam without the earlier view.
+        let cfg = TrackerConfig::default();
+        ev.carried.clear();
+        let d = Decoder::new(&t, BoardId::A, &v, &cfg).decode(&ll, None, false, &ev);
+        assert_eq!(ucis(&d.best.moves), chain);
     }
 
     #[test]
@@ -1504,9 +1571,12 @@ mod tests {
             carried: vec![walk],
             ..Evidence::default()
         };
+        // The move prior prefers the rook's walk by more than the pocket's 1 nat (and the
+        // simulated game still ends right): the pocket alone is the point here.
         let decode = |confirm: f32| {
             let cfg = TrackerConfig {
                 pocket_confirm_nats: confirm,
+                prior_plausible: 0.0,
                 ..TrackerConfig::default()
             };
             let ll = LogLik::from_observation(&obs, &cfg);
@@ -1584,6 +1654,47 @@ mod tests {
                 d.best.score
             );
         }
+    }
+
+    #[test]
+    fn a_view_that_cannot_tell_two_moves_apart_takes_the_one_players_make() {
+        // e2 empty, and e3 reads a pawn a little more surely than e4 does (the pushed pawn's
+        // body rising into the patch in front of it): the view alone says e2e3.
+        let t = Table::new();
+        let v = Variant::default();
+        let obs = Observation::exact(BoardId::A, 0, &after(&t, BoardId::A, &["e2e4"]), 0.0);
+        let base = TrackerConfig::default();
+        let mut ll = LogLik::from_observation(&obs, &base);
+        let sq = |name: &str| name.parse::<Square>().unwrap().index();
+        let (e3, e4) = (sq("e3"), sq("e4"));
+        let pawn = SquareClass::of(Some(crate::engine::Piece {
+            color: Color::White,
+            role: Role::Pawn,
+        }))
+        .index();
+        ll.ll[e3] = ll.ll[e4];
+        ll.ll[e3][pawn] += 0.5;
+        ll.top[e3] = ll.ll[e3].iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        let best = |cfg: &TrackerConfig| {
+            let d = Decoder::new(&t, BoardId::A, &v, cfg).decode(
+                &ll,
+                None,
+                false,
+                &Evidence::default(),
+            );
+            d.best
+                .moves
+                .iter()
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+        };
+        let off = TrackerConfig {
+            prior_plausible: 0.0,
+            ..base.clone()
+        };
+        assert_eq!(best(&off), ["e2e3"]);
+        assert!(base.prior_plausible > 0.0);
+        assert_eq!(best(&base), ["e2e4"]);
     }
 
     /// The moves of `ucis` played one after the other from `pos`.

@@ -14,6 +14,7 @@
 pub mod decode;
 pub mod eval;
 mod look;
+pub mod plausible;
 mod pockets;
 mod rng;
 pub mod simulate;
@@ -469,6 +470,12 @@ pub struct TrackerConfig {
     /// (by more than [`TrackerConfig::disagree_nats`]): a square misread elsewhere on the
     /// board then does not hide the move.
     pub taken_back_misfit_squares: u32,
+    /// The most (nats, either way) that how likely a player is to make a move
+    /// (`plausible::MovePrior`: its log-probability among the position's legal moves over the
+    /// expected one) adds to a decoded legal move: where the view cannot tell moves apart
+    /// (squares behind nearer pieces), the move players make wins. Only moves the presses
+    /// announce (the first without a clock) may gain. 0 switches it off.
+    pub prior_plausible: f32,
 }
 
 impl Default for TrackerConfig {
@@ -513,6 +520,7 @@ impl Default for TrackerConfig {
             guessed_capture_alerts: true,
             taken_back_nats: 4.0,
             taken_back_misfit_squares: 1,
+            prior_plausible: 2.0,
         }
     }
 }
@@ -586,6 +594,9 @@ impl TrackerConfig {
         }
         if !(self.taken_back_nats.is_finite() && self.taken_back_nats >= 0.0) {
             return bad("taken_back_nats must be a non-negative number (0 = off)");
+        }
+        if !(self.prior_plausible.is_finite() && self.prior_plausible >= 0.0) {
+            return bad("prior_plausible must be a non-negative number (0 = off)");
         }
         if self.taken_back_misfit_squares > 64 {
             return bad("taken_back_misfit_squares must be 0..=64");

@@ -1756,7 +1756,12 @@ mod tests {
     /// then calm views in which e4 reads a white pawn and e3 empty only 0.706 : 0.294 each, so
     /// a pawn on e4 leads one on e3 by 2 ln 2.4 ≈ 1.75 nats. Returns the committed moves.
     fn pawn_on_e4_by_a_small_lead(ucis: &[&str], presses: u32) -> Vec<String> {
-        let mut t = tracker(RuleSet::fics(), None);
+        // The views' lead alone: the move prior would add to e2e4's.
+        let cfg = TrackerConfig {
+            prior_plausible: 0.0,
+            ..TrackerConfig::default()
+        };
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg).unwrap();
         let mut ts = 0;
         let start = t.table().board(BoardId::A).clone();
         let after = play(&start, ucis);
@@ -2932,14 +2937,24 @@ mod tests {
         // Regression (issue 6, low-side renders with a perfect reader): a king move and a
         // knight move on squares no view showed explained the views equally; the overdue rule
         // committed one of them, and the wrong one cost every later move of the board.
+        // How often players make each move breaks this tie (g1f3, below); the views alone
+        // are the point here.
         let cfg = TrackerConfig {
             stall_window_ms: 1000,
             overdue_ms: 1500,
+            prior_plausible: 0.0,
             ..TrackerConfig::default()
         };
         let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg.clone()).unwrap();
         let (mut ev, mut ts) = an_unclear_move_and_its_reply_on(&mut t, 0.5);
         assert!(moves(&ev).is_empty(), "g1f3 and g1h3 tie: {ev:?}");
+        let with_prior = TrackerConfig {
+            prior_plausible: TrackerConfig::default().prior_plausible,
+            ..cfg.clone()
+        };
+        let mut p = Tracker::new("t", 1, RuleSet::fics(), None, with_prior).unwrap();
+        let (prior_ev, _) = an_unclear_move_and_its_reply_on(&mut p, 0.5);
+        assert_eq!(moves(&prior_ev), ["g1f3", "e7e5"], "{prior_ev:?}");
         let start = t.table().board(BoardId::A).clone();
         let reply = play(&start, &["g1f3", "e7e5"]);
         ev.extend(feed(&mut t, BoardId::A, &reply, 3, 0.0, &mut ts));
