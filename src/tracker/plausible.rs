@@ -14,7 +14,7 @@
 //! no I/O.
 
 use crate::engine::bpgn::BpgnGame;
-use crate::engine::{Color, Move, Piece, Position, Role, Square, Table, Variant};
+use crate::engine::{Bitboard, Color, Move, Piece, Position, Role, Square, Table, Variant};
 
 /// Number of features of a move.
 pub const FEATURES: usize = 20;
@@ -69,27 +69,49 @@ fn centre_distance(sq: Square) -> i32 {
     f.max(r)
 }
 
+/// What every move of one position is scored against, computed once per position.
+struct Context {
+    us: Color,
+    occ: Bitboard,
+    enemy_king: Option<Square>,
+    /// Squares an enemy pawn attacks.
+    pawn_attacked: Bitboard,
+    in_check: bool,
+}
+
+impl Context {
+    fn of(pos: &Position) -> Context {
+        let us = pos.turn();
+        let them = us.other();
+        let occ = pos.occupied();
+        let pawn = Piece {
+            color: them,
+            role: Role::Pawn,
+        };
+        let pawn_attacked = pos
+            .pieces(them, Role::Pawn)
+            .fold(Bitboard::EMPTY, |acc, sq| {
+                acc | pos.attacks_from(pawn, sq, occ)
+            });
+        Context {
+            us,
+            occ,
+            enemy_king: pos.king_of(them),
+            pawn_attacked,
+            in_check: pos.is_check(),
+        }
+    }
+}
+
 /// The features of `m` (legal or not) in `pos`, the side to move making it.
 pub fn features(pos: &Position, m: Move) -> [f32; FEATURES] {
+    features_in(pos, &Context::of(pos), m)
+}
+
+fn features_in(pos: &Position, cx: &Context, m: Move) -> [f32; FEATURES] {
     let mut f = [0.0f32; FEATURES];
-    let us = pos.turn();
-    let them = us.other();
-    let occ = pos.occupied();
-    let enemy_king = pos.king_of(them);
-    let enemy_pawns = pos.pieces(them, Role::Pawn);
-    // Squares an enemy pawn attacks: a pawn of ours standing there would attack an enemy pawn
-    // from the mirrored square, which is what `attacks_from` of our own pawn gives.
-    let pawn_hits = |sq: Square| {
-        (pos.attacks_from(
-            Piece {
-                color: us,
-                role: Role::Pawn,
-            },
-            sq,
-            occ,
-        ) & enemy_pawns)
-            .nonempty()
-    };
+    let (us, occ, enemy_king) = (cx.us, cx.occ, cx.enemy_king);
+    let pawn_hits = |sq: Square| cx.pawn_attacked.contains(sq);
     match m {
         Move::Normal {
             role,
@@ -134,7 +156,7 @@ pub fn features(pos: &Position, m: Move) -> [f32; FEATURES] {
             if matches!(role, Role::Knight | Role::Bishop) && rel_rank(from, us) == 0 {
                 f[9] = 1.0;
             }
-            if role == Role::King && !pos.is_check() {
+            if role == Role::King && !cx.in_check {
                 f[10] = 1.0;
             }
             if role == Role::Pawn && (rel_rank(to, us) - rel_rank(from, us)) == 2 {
@@ -217,9 +239,13 @@ const FITTED: [f32; FEATURES] = [
 
 impl MovePrior {
     /// `m`'s log-odds in `pos` (not centred).
-    #[inline]
     pub fn raw(&self, pos: &Position, m: Move) -> f32 {
-        let f = features(pos, m);
+        self.raw_in(pos, &Context::of(pos), m)
+    }
+
+    #[inline]
+    fn raw_in(&self, pos: &Position, cx: &Context, m: Move) -> f32 {
+        let f = features_in(pos, cx, m);
         self.weights.iter().zip(f.iter()).map(|(w, x)| w * x).sum()
     }
 
@@ -230,7 +256,8 @@ impl MovePrior {
     /// everyone makes) scores about 0 whatever it captures.
     pub fn centred(&self, pos: &Position, moves: &[Move], out: &mut Vec<f32>) {
         out.clear();
-        out.extend(moves.iter().map(|&m| self.raw(pos, m)));
+        let cx = Context::of(pos);
+        out.extend(moves.iter().map(|&m| self.raw_in(pos, &cx, m)));
         if out.is_empty() {
             return;
         }
@@ -348,7 +375,10 @@ pub fn samples_from_game(game: &BpgnGame, variant: &Variant) -> Result<Vec<Sampl
         let legal = table.legal_moves(bm.board, variant);
         if let Some(played) = legal.iter().position(|&m| m == mv) {
             out.push(Sample {
-                rows: legal.iter().map(|&m| features(&pos, m)).collect(),
+                rows: {
+                    let cx = Context::of(&pos);
+                    legal.iter().map(|&m| features_in(&pos, &cx, m)).collect()
+                },
                 played,
             });
         }
