@@ -165,3 +165,30 @@ fn replay_prints_one_event_per_line_for_every_game() {
     assert_eq!(last["type"], "result");
     assert_eq!(last["reason"], "checkmate");
 }
+
+#[test]
+fn the_move_prior_predicts_recorded_moves_better_than_chance() {
+    let games = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/games/fics-64.bpgn");
+    let out = tandem(&[
+        "eval",
+        "move-prior",
+        "--games",
+        games,
+        "--fit",
+        "60..64",
+        "--test",
+        "0..4",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let loss = |k: &str| report["log_loss"][k].as_f64().unwrap();
+    // Nats per move: the committed weights and freshly fitted ones both beat a uniform choice
+    // among the legal moves on games neither was fitted on.
+    assert!(loss("current") < loss("uniform") - 0.3, "{report}");
+    assert!(loss("fitted") < loss("uniform"), "{report}");
+    assert!(report["test_positions"].as_u64().unwrap() > 100, "{report}");
+    let bad = tandem(&["eval", "move-prior", "--games", games, "--fit", "5..5"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(stderr(&bad).trim().lines().count(), 1, "{}", stderr(&bad));
+}

@@ -135,16 +135,21 @@ fn move_prior(args: MovePriorArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot read {}", args.games.display()))?;
     let games = bpgn::parse_bpgn(&bytes)
         .with_context(|| format!("{} is not a BPGN file", args.games.display()))?;
+    anyhow::ensure!(
+        args.l2.is_finite() && args.l2 >= 0.0,
+        "--l2 must be a non-negative number"
+    );
     let variant = RuleSet::load(&args.rules)?.variant();
     let fit = args
         .fit
         .as_deref()
         .map(|t| game_range(t, games.len()))
         .transpose()?;
-    let test = match args.test.as_deref() {
-        Some(t) => Some(game_range(t, games.len())?),
-        None => None,
-    };
+    let test = args
+        .test
+        .as_deref()
+        .map(|t| game_range(t, games.len()))
+        .transpose()?;
     let in_test = |i: usize| match (&test, &fit) {
         (Some(t), _) => t.contains(&i),
         (None, Some(f)) => !f.contains(&i),
@@ -174,6 +179,13 @@ fn move_prior(args: MovePriorArgs) -> anyhow::Result<()> {
     };
     let fitted = (!fit_set.is_empty()).then(|| MovePrior::fit(&fit_set, args.l2, 1500));
     let score = |m: &MovePrior, set: &[Sample]| -m.log_likelihood(set);
+    let by_name = |m: &MovePrior| {
+        FEATURE_NAMES
+            .iter()
+            .zip(m.weights)
+            .map(|(n, w)| (n.to_string(), w))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
     let report = serde_json::json!({
         "skipped": skipped,
         "test_positions": test_set.len(),
@@ -184,14 +196,28 @@ fn move_prior(args: MovePriorArgs) -> anyhow::Result<()> {
             "fitted": fitted.map(|m| score(&m, &test_set)),
             "fitted_on_fit_set": fitted.map(|m| score(&m, &fit_set)),
         },
-        "current": FEATURE_NAMES.iter().zip(current.weights).map(|(n, w)| (n.to_string(), w)).collect::<std::collections::BTreeMap<_, _>>(),
-        "fitted": fitted.map(|m| FEATURE_NAMES.iter().zip(m.weights).map(|(n, w)| (n.to_string(), w)).collect::<std::collections::BTreeMap<_, _>>()),
+        "current": by_name(&current),
+        "fitted": fitted.as_ref().map(by_name),
         "fitted_array": fitted.map(|m| m.weights.to_vec()),
     });
     if args.json {
         println!("{report}");
     } else {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let fitted_text = fitted.map_or(String::new(), |m| {
+            format!(
+                ", fitted {:.3} ({:.3} on the {} positions fitted on)",
+                score(&m, &test_set),
+                score(&m, &fit_set),
+                fit_set.len()
+            )
+        });
+        println!(
+            "{} positions scored ({} games skipped); log-loss per move: uniform {:.3}, current {:.3}{fitted_text}",
+            test_set.len(),
+            skipped.len(),
+            score(&uniform, &test_set),
+            score(&current, &test_set),
+        );
     }
     Ok(())
 }
