@@ -226,6 +226,8 @@ pub struct Hypothesis {
     pub moves: Vec<Move>,
     /// Log-likelihood relative to "no change" plus the log prior.
     pub score: f32,
+    /// The part of `score` the move prior added (how likely players are to make these moves).
+    pub plausible: f32,
     /// Identifies the resulting placement (0 for no change): hypotheses that lead to the same
     /// squares cannot be told apart by an observation and do not count as runner-ups.
     pub fingerprint: u64,
@@ -256,16 +258,20 @@ impl Decoded {
     }
 
     /// Whether the runner-up explains the views as well as the best, up to float rounding:
-    /// choosing between them is a coin toss that a later view may settle.
+    /// choosing between them is a coin toss that a later view may settle. The move prior does
+    /// not count here: it says which is likelier, not that the views told them apart.
     pub fn tied(&self) -> bool {
-        self.margin() < SCORE_TIE
+        self.runner_up.as_ref().is_some_and(|r| {
+            ((self.best.score - self.best.plausible) - (r.score - r.plausible)).abs() < SCORE_TIE
+        })
     }
 }
 
 /// Up to six squares a move changes, with their new class.
 type Changes = ([(Square, SquareClass); 6], usize);
 
-type Entry = (f32, u64, HypothesisKind, Seq);
+/// Score, placement fingerprint, kind, moves, and the part of the score the move prior added.
+type Entry = (f32, u64, HypothesisKind, Seq, f32);
 
 /// Keeps the best two hypotheses with distinct fingerprints while enumerating, without
 /// allocating for the losers.
@@ -298,19 +304,23 @@ impl Top<'_> {
             .unwrap_or(0)
     }
 
-    fn offer(&mut self, score: f32, fp: u64, kind: HypothesisKind, seq: Seq) {
+    /// `plausible`: the part of `score` the move prior added. Between chains to the same
+    /// placement it does not count: which route or order the moves took is for the views
+    /// (and the earlier views' chains) to tell, as before the prior.
+    fn offer(&mut self, score: f32, plausible: f32, fp: u64, kind: HypothesisKind, seq: Seq) {
         self.count += 1;
         let score = match self.presses {
             Some((n, nats)) => score - nats * (seq.len as f32 - n as f32).abs(),
             None => score,
         };
-        let entry = (score, fp, kind, seq);
+        let entry = (score, fp, kind, seq, plausible);
         match self.best {
             Some(b) if b.1 == fp => {
                 // The board cannot tell these apart: on a tie, the chain an earlier view
                 // showed the start of (a drop seen on e4 before it took on d3 under the hand).
-                if score > b.0 + SCORE_TIE
-                    || (score >= b.0 - SCORE_TIE
+                let (seen, best_seen) = (score - plausible, b.0 - b.4);
+                if seen > best_seen + SCORE_TIE
+                    || (seen >= best_seen - SCORE_TIE
                         && self.carried_prefix(&seq) > self.carried_prefix(&b.3))
                 {
                     self.best = Some(entry);
@@ -336,6 +346,7 @@ fn to_hypothesis(e: Entry) -> Hypothesis {
         kind: e.2,
         moves: e.3.iter().collect(),
         score: e.0,
+        plausible: e.4,
         fingerprint: e.1,
     }
 }
@@ -360,6 +371,8 @@ struct Node {
     pos: Position,
     classes: [SquareClass; 64],
     score: f32,
+    /// The part of `score` the move prior added.
+    plaus: f32,
     fp: u64,
     seq: Seq,
     /// Pieces dropped so far per colour and pocket role.
@@ -436,6 +449,7 @@ struct Candidate {
     parent: u32,
     mv: Move,
     score: f32,
+    plaus: f32,
     fp: u64,
     shown: u32,
     last_t: u64,
@@ -582,6 +596,7 @@ impl<'a> Decoder<'a> {
             pos,
             classes,
             score: score + pd + td + promotion_prior(m) + plausible,
+            plaus: node.plaus + plausible,
             fp: fp.wrapping_add(pfp),
             drops,
             shown,
@@ -657,11 +672,12 @@ impl<'a> Decoder<'a> {
             presses: ev.presses.map(|n| (n, self.cfg.press_mismatch_nats)),
             carried: &ev.carried,
         };
-        top.offer(0.0, 0, HypothesisKind::NoChange, Seq::EMPTY);
+        top.offer(0.0, 0.0, 0, HypothesisKind::NoChange, Seq::EMPTY);
         let root = Node {
             pos: pos.clone(),
             classes: self.base,
             score: 0.0,
+            plaus: 0.0,
             fp: 0,
             seq: Seq::EMPTY,
             drops: [[0; 5]; 2],
@@ -695,6 +711,7 @@ impl<'a> Decoder<'a> {
                 let fp = fp.wrapping_add(mix(1000 + steal.index() as u64));
                 top.offer(
                     delta + self.cfg.prior_move,
+                    0.0,
                     fp,
                     HypothesisKind::Move,
                     Seq::one(m1),
@@ -713,6 +730,7 @@ impl<'a> Decoder<'a> {
             );
             top.offer(
                 score + self.cfg.prior_move,
+                plausible[i1],
                 fp,
                 HypothesisKind::Move,
                 Seq::one(m1),
@@ -729,6 +747,7 @@ impl<'a> Decoder<'a> {
                 pos: child,
                 classes,
                 score,
+                plaus: plausible[i1],
                 fp,
                 seq: Seq::one(m1),
                 drops,
@@ -783,8 +802,10 @@ impl<'a> Decoder<'a> {
                         self.transient_term(ev, node.shown, node.last_t, &changes);
                     let score = score + pd + td + promotion_prior(m) + plausible[ri];
                     let fp = fp.wrapping_add(pfp);
+                    let plaus = node.plaus + plausible[ri];
                     top.offer(
                         score + prior,
+                        plaus,
                         fp,
                         HypothesisKind::Sequence,
                         node.seq.push(m),
@@ -793,6 +814,7 @@ impl<'a> Decoder<'a> {
                         parent: pi as u32,
                         mv: m,
                         score,
+                        plaus,
                         fp,
                         shown,
                         last_t,
@@ -861,6 +883,7 @@ impl<'a> Decoder<'a> {
                     pos: child,
                     classes,
                     score: c.score,
+                    plaus: c.plaus,
                     fp: c.fp,
                     seq: parent.seq.push(c.mv),
                     drops,
@@ -893,7 +916,7 @@ impl<'a> Decoder<'a> {
         }
         let mut illegal_considered = false;
         let explained = |top: &Top| {
-            let (best, _, _, seq) = top.best.expect("no change is always offered");
+            let (best, _, _, seq, _) = top.best.expect("no change is always offered");
             let evidence = self.disagreeing(ll, &seq, pos);
             let margin = top.second.map_or(f32::INFINITY, |s| best - s.0);
             // A chain longer than the presses announce (one move without a clock) may be a
@@ -960,6 +983,7 @@ impl<'a> Decoder<'a> {
             let prior = illegal_prior(pos, mv, self.variant, self.cfg);
             top.offer(
                 d + prior + chain,
+                node.plaus,
                 fp,
                 HypothesisKind::Illegal,
                 node.seq.push(mv),
@@ -994,7 +1018,7 @@ impl<'a> Decoder<'a> {
                 };
                 let changes: Changes = ([(to, class); 6], 1);
                 let (d, fp) = self.extend(ll, node, &changes);
-                top.offer(d + prior + chain, fp, kind, node.seq.push(mv));
+                top.offer(d + prior + chain, node.plaus, fp, kind, node.seq.push(mv));
             }
         }
     }

@@ -2948,13 +2948,14 @@ mod tests {
         let mut t = Tracker::new("t", 1, RuleSet::fics(), None, cfg.clone()).unwrap();
         let (mut ev, mut ts) = an_unclear_move_and_its_reply_on(&mut t, 0.5);
         assert!(moves(&ev).is_empty(), "g1f3 and g1h3 tie: {ev:?}");
+        // The prior prefers g1f3 but does not untie the views: the press still waits.
         let with_prior = TrackerConfig {
             prior_plausible: TrackerConfig::default().prior_plausible,
             ..cfg.clone()
         };
-        let mut p = Tracker::new("t", 1, RuleSet::fics(), None, with_prior).unwrap();
+        let mut p = Tracker::new("t", 1, RuleSet::fics(), None, with_prior.clone()).unwrap();
         let (prior_ev, _) = an_unclear_move_and_its_reply_on(&mut p, 0.5);
-        assert_eq!(moves(&prior_ev), ["g1f3", "e7e5"], "{prior_ev:?}");
+        assert!(moves(&prior_ev).is_empty(), "{prior_ev:?}");
         let start = t.table().board(BoardId::A).clone();
         let reply = play(&start, &["g1f3", "e7e5"]);
         ev.extend(feed(&mut t, BoardId::A, &reply, 3, 0.0, &mut ts));
@@ -2971,5 +2972,19 @@ mod tests {
         assert_eq!(committed.len(), 2, "{ev:?}");
         assert!(["g1f3", "g1h3"].contains(&committed[0].as_str()), "{ev:?}");
         assert_eq!(committed[1], "e7e5", "{ev:?}");
+        // With the move prior the forced choice is the knight move players make.
+        let mut p = Tracker::new(
+            "t",
+            1,
+            RuleSet::fics(),
+            None,
+            TrackerConfig {
+                overdue_tie_presses: 2,
+                ..with_prior
+            },
+        )
+        .unwrap();
+        let (ev, _) = an_unclear_move_and_its_reply_on(&mut p, 0.5);
+        assert_eq!(moves(&ev), ["g1f3", "e7e5"], "{ev:?}");
     }
 }
