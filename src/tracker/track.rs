@@ -2937,8 +2937,8 @@ mod tests {
         // Regression (issue 6, low-side renders with a perfect reader): a king move and a
         // knight move on squares no view showed explained the views equally; the overdue rule
         // committed one of them, and the wrong one cost every later move of the board.
-        // How often players make each move breaks this tie (g1f3, below); the views alone
-        // are the point here.
+        // The views alone first; the move prior (below) prefers g1f3 but leaves their tie a
+        // tie, and only picks when the tie is forced.
         let cfg = TrackerConfig {
             stall_window_ms: 1000,
             overdue_ms: 1500,
