@@ -419,6 +419,11 @@ impl Default for Evidence {
 }
 
 impl Evidence {
+    /// How many moves the pending presses announce; without a clock, one.
+    fn announced_moves(&self) -> usize {
+        self.presses.unwrap_or(1).max(1) as usize
+    }
+
     /// Records that `class` was seen on `sq` from `ts` on while the board was moving (the
     /// earliest time is kept). Returns false when the table is full.
     pub fn add_transient(&mut self, sq: Square, class: SquareClass, ts: u64) -> bool {
@@ -625,7 +630,7 @@ impl<'a> Decoder<'a> {
         }
         MovePrior::default().centred(pos, moves, out);
         let cap = self.cfg.prior_plausible;
-        let announced = depth <= ev.presses.unwrap_or(1).max(1) as usize;
+        let announced = depth <= ev.announced_moves();
         for v in out.iter_mut() {
             *v = if announced {
                 v.clamp(-cap, cap)
@@ -922,8 +927,9 @@ impl<'a> Decoder<'a> {
             // A chain longer than the presses announce (one move without a clock) may be a
             // detour the search found to the squares of one illegal move (the move prior
             // guides it to such detours): the illegal move is offered against it.
-            let announced = ev.presses.unwrap_or(1).max(1) as usize;
-            evidence.is_empty() && margin >= self.cfg.commit_margin && seq.len <= announced
+            evidence.is_empty()
+                && margin >= self.cfg.commit_margin
+                && seq.len <= ev.announced_moves()
         };
         if !explained(&top) {
             illegal_considered = true;

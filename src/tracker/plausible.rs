@@ -282,20 +282,13 @@ impl MovePrior {
         if samples.is_empty() {
             return 0.0;
         }
+        let w = self.weights.map(f64::from);
         let mut total = 0.0f64;
         for s in samples {
-            let scores: Vec<f64> = s.rows.iter().map(|r| self.dot(r)).collect();
+            let scores: Vec<f64> = s.rows.iter().map(|r| dot(&w, r)).collect();
             total += scores[s.played] - log_sum_exp(&scores);
         }
         total / samples.len() as f64
-    }
-
-    fn dot(&self, row: &[f32; FEATURES]) -> f64 {
-        self.weights
-            .iter()
-            .zip(row.iter())
-            .map(|(&w, &x)| w as f64 * x as f64)
-            .sum()
     }
 
     /// Fits the weights by maximum likelihood with an L2 penalty `l2` (per sample), by full-batch
@@ -308,11 +301,7 @@ impl MovePrior {
         for t in 1..=iterations {
             let mut grad = [0.0f64; FEATURES];
             for s in samples {
-                let scores: Vec<f64> = s
-                    .rows
-                    .iter()
-                    .map(|r| r.iter().zip(w.iter()).map(|(&x, &wi)| x as f64 * wi).sum())
-                    .collect();
+                let scores: Vec<f64> = s.rows.iter().map(|r| dot(&w, r)).collect();
                 let z = log_sum_exp(&scores);
                 for (k, r) in s.rows.iter().enumerate() {
                     let p = (scores[k] - z).exp();
@@ -346,6 +335,11 @@ pub struct Sample {
     pub played: usize,
 }
 
+/// `w · row` in double precision.
+fn dot(w: &[f64; FEATURES], row: &[f32; FEATURES]) -> f64 {
+    w.iter().zip(row).map(|(&wi, &x)| wi * f64::from(x)).sum()
+}
+
 fn log_sum_exp(v: &[f64]) -> f64 {
     let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     if !max.is_finite() {
@@ -371,14 +365,12 @@ pub fn samples_from_game(game: &BpgnGame, variant: &Variant) -> Result<Vec<Sampl
         let mv = table
             .parse_san(bm.board, &bm.san, variant)
             .map_err(|e| bad(e.to_string()))?;
-        let pos = table.board(bm.board).clone();
         let legal = table.legal_moves(bm.board, variant);
         if let Some(played) = legal.iter().position(|&m| m == mv) {
+            let pos = table.board(bm.board);
+            let cx = Context::of(pos);
             out.push(Sample {
-                rows: {
-                    let cx = Context::of(&pos);
-                    legal.iter().map(|&m| features_in(&pos, &cx, m)).collect()
-                },
+                rows: legal.iter().map(|&m| features_in(pos, &cx, m)).collect(),
                 played,
             });
         }
