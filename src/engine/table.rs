@@ -23,6 +23,10 @@ pub struct Table {
     /// Pieces per colour and role that entered the game from outside (drops from an empty pocket
     /// when the other board's same-colour pocket did not hold one either).
     borrowed: [[u8; 6]; 2],
+    /// The part of `borrowed` that [`Table::take_back`] recorded: a captured piece taken back
+    /// after the partner had dropped it. Playing the capture again repays it instead of
+    /// putting a second such piece in the partner's pocket.
+    recalled: [[u8; 6]; 2],
 }
 
 /// A table position string that does not parse.
@@ -60,6 +64,7 @@ impl Table {
         Table {
             boards: [a, b],
             borrowed: [[0; 6]; 2],
+            recalled: [[0; 6]; 2],
         }
     }
 
@@ -138,6 +143,12 @@ impl Table {
     fn route(&mut self, board: BoardId, out: &PlayOutcome) {
         let other = board.other();
         for piece in [out.captured, out.removed].into_iter().flatten() {
+            let (c, r) = (piece.color.index(), piece.role.index());
+            if self.recalled[c][r] > 0 {
+                self.recalled[c][r] -= 1;
+                self.borrowed[c][r] -= 1;
+                continue;
+            }
             self.boards[other.index()]
                 .pocket_mut(piece.color)
                 .add(piece.role);
@@ -286,7 +297,9 @@ impl Table {
     /// What happened on the other board since stays; this board keeps its current pockets, plus a
     /// dropped piece back in the mover's hand. A piece the move sent to the other board comes
     /// back from that pocket if it is still there; if the partner has dropped it meanwhile, the
-    /// restored piece is recorded as borrowed so that material stays accounted for.
+    /// restored piece is recorded as borrowed so that material stays accounted for, and the next
+    /// capture of such a piece repays it (a misread capture retracted and played again, or
+    /// replaced by the same capture, leaves the partner's pocket as it was).
     pub fn take_back(&mut self, board: BoardId, before: &Position, mv: Move, out: &PlayOutcome) {
         let (bi, oi) = (board.index(), board.other().index());
         let mover = before.turn();
@@ -300,6 +313,7 @@ impl Table {
         for piece in [out.captured, out.removed].into_iter().flatten() {
             if !self.boards[oi].pocket_mut(piece.color).remove(piece.role) {
                 self.borrowed[piece.color.index()][piece.role.index()] += 1;
+                self.recalled[piece.color.index()][piece.role.index()] += 1;
             }
         }
         if let Move::Steal { to, steal, .. } = mv

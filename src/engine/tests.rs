@@ -766,6 +766,55 @@ fn physical_drop_from_empty_pocket_borrows() {
     assert_eq!(t.material(Color::White), [16, 4, 4, 4, 2, 2]);
 }
 
+#[test]
+fn a_capture_taken_back_after_its_piece_was_dropped_and_played_again_repays_it() {
+    let v = Variant::default();
+    let mut t = Table::new();
+    let a = BoardId::A;
+    for uci in ["e2e4", "d7d5"] {
+        let m = t.board(a).parse_uci(uci).unwrap();
+        t.play(a, m, &v).unwrap();
+    }
+    let before = t.board(a).clone();
+    let take = before.parse_uci("e4d5").unwrap();
+    let out = t.play(a, take, &v).unwrap();
+    // Black's partner on B drops the pawn at once.
+    let drop = Move::Drop {
+        role: Role::Pawn,
+        to: sq("e5"),
+    };
+    let mut b_moves = vec![Move::Normal {
+        role: Role::Pawn,
+        from: sq("e2"),
+        to: sq("e4"),
+        capture: None,
+        promotion: None,
+    }];
+    b_moves.push(drop);
+    for m in b_moves {
+        t.play(BoardId::B, m, &v).unwrap();
+    }
+    let after = t.clone();
+    t.take_back(a, &before, take, &out);
+    assert_eq!(t.borrowed(Color::Black)[Role::Pawn.index()], 1);
+    assert_eq!(t.material(Color::Black), [16, 4, 4, 4, 2, 2]);
+    t.play(a, take, &v).unwrap();
+    assert_eq!(
+        t.board(BoardId::B),
+        after.board(BoardId::B),
+        "no second pawn in the pocket"
+    );
+    assert_eq!(t.borrowed(Color::Black), [0; 6]);
+    assert_eq!(t.material(Color::Black), [16, 4, 4, 4, 2, 2]);
+    // Only what was recalled is repaid: the recapture's pawn goes to the pocket as usual.
+    let m = t.board(a).parse_uci("d8d5").unwrap();
+    t.play(a, m, &v).unwrap();
+    assert_eq!(
+        t.board(BoardId::B).pocket(Color::White).count(Role::Pawn),
+        1
+    );
+}
+
 /// Random walks mixing legal and illegal physical moves under varied options; at every step
 /// `classify` must agree with `legal_moves` (which uses pins and evasions, while `classify`
 /// plays the move out), so the generator stays right from positions no legal game reaches.

@@ -155,6 +155,9 @@ struct BoardTrack {
     residue_streak: [Option<(char, u32)>; 64],
     /// The tracked position those decisions were taken on.
     residue_pos: Option<crate::engine::Position>,
+    /// Drops in the best explanations of tentative decisions on `residue_pos`, with the time of
+    /// the view that first had each: a drop two views apart agree on is no one-view blip.
+    drops_seen: Vec<(crate::engine::Move, u64)>,
     /// The best sequences of earlier undecided decisions (newest last, see
     /// [`Evidence::carried`]); trimmed as their moves are committed, cleared when the board is
     /// decided unchanged.
@@ -212,6 +215,7 @@ impl BoardTrack {
             looks: LookRefs::default(),
             residue_streak: [None; 64],
             residue_pos: None,
+            drops_seen: Vec::new(),
             carried: Vec::new(),
             open_since: None,
             prev: None,
@@ -847,7 +851,7 @@ impl Tracker {
             && believable
             && (!tentative
                 || (self.residue_unrelated(b, &decoded, pressed)
-                    && self.not_a_one_view_blip(b, &best.moves)))
+                    && self.not_a_one_view_blip(b, ts, &best.moves)))
             && (margin_ok || (waited_out && !tentative) || overdue)
             && beats_none
             && bt.refused != Some(best.fingerprint);
@@ -869,6 +873,14 @@ impl Tracker {
                 committed: committable,
                 unexplained: decoded.disagreeing.clone(),
             });
+        }
+        if tentative {
+            let seen = &mut self.boards[b.index()].drops_seen;
+            for &m in &decoded.best.moves {
+                if matches!(m, crate::engine::Move::Drop { .. }) && !seen.iter().any(|s| s.0 == m) {
+                    seen.push((m, ts));
+                }
+            }
         }
         if let Some(rewound) = self.try_rewind(b, ts, &decoded) {
             events.extend(rewound);
@@ -1074,23 +1086,28 @@ impl Tracker {
         Some(after)
     }
 
-    /// Whether a tentative decision (one view) may commit `moves` on `b`: every square a drop
-    /// lands on (and that still shows the dropped piece at the end) must have shown its new class
-    /// confidently in two consecutive observations (hand frames included). A drop onto any empty
-    /// square is legal in bughouse, so a one-frame misread of one square would otherwise become
-    /// a move; a board move changes two squares, which one misread does not.
-    fn not_a_one_view_blip(&self, b: BoardId, moves: &[crate::engine::Move]) -> bool {
+    /// Whether a tentative decision (one view, at `ts`) may commit `moves` on `b`: every square
+    /// a drop lands on (and that still shows the dropped piece at the end) must have shown its
+    /// new class confidently in two consecutive observations (hand frames included), or, for a
+    /// chain the pending presses vouch for, the drop must have been in the best explanation of
+    /// an earlier view on the same position. A drop
+    /// onto any empty square is legal in bughouse, so a one-frame misread of one square would
+    /// otherwise become a move; a board move changes two squares, which one misread does not.
+    fn not_a_one_view_blip(&self, b: BoardId, ts: u64, moves: &[crate::engine::Move]) -> bool {
         let Some(after) = self.table_after(b, moves) else {
             return false;
         };
         let (before, after) = (self.referee.table().board(b), after.board(b));
-        let shown = &self.boards[b.index()].shown;
+        let bt = &self.boards[b.index()];
+        // No more moves than presses: each is vouched for by a press.
+        let vouched = self.clock_feed && moves.len() <= bt.move_presses() as usize;
         moves.iter().all(|m| match *m {
             crate::engine::Move::Drop { to, .. } => {
                 let new = SquareClass::on(after, to);
                 new == SquareClass::on(before, to)
                     || new == SquareClass::Empty
-                    || shown[to.index()] == new
+                    || bt.shown[to.index()] == new
+                    || (vouched && bt.drops_seen.iter().any(|&(d, t)| d == *m && t < ts))
             }
             _ => true,
         })
@@ -1104,6 +1121,7 @@ impl Tracker {
         if bt.residue_pos.as_ref() != Some(pos) {
             bt.residue_pos = Some(pos.clone());
             bt.residue_streak = [None; 64];
+            bt.drops_seen.clear();
         }
         let mut next = [None; 64];
         for e in &decoded.disagreeing {
@@ -2534,6 +2552,26 @@ mod tests {
         let mut ts = 0;
         let after = play(t.table().board(BoardId::A), &["P@c3"]);
         let ev = busy_move(&mut t, BoardId::A, &after, &[0.6, 0.0], &mut ts);
+        assert_eq!(moves(&ev), ["P@c3"], "{ev:?}");
+    }
+
+    #[test]
+    fn a_drop_two_calm_views_agree_on_is_committed_though_hands_hide_it_in_between() {
+        // Regression (issue 6, `el-low-g43`): hands kept coming over board B, and between the
+        // calm views that showed the dropped knight the hand frames hid its square, so the
+        // square never showed it in two observations in a row; the drop waited, presses piling
+        // up, to the end of the game.
+        let mut t = with_a_pawn_in_hand();
+        let mut ts = 0;
+        let pos = t.table().board(BoardId::A).clone();
+        let after = play(&pos, &["P@c3"]);
+        let mut ev = feed(&mut t, BoardId::A, &pos, 3, 1.0, &mut ts);
+        ev.extend(t.press(BoardId::A, ts - 50));
+        ev.extend(feed(&mut t, BoardId::A, &after, 1, 0.0, &mut ts));
+        assert!(moves(&ev).is_empty(), "one view is not enough: {ev:?}");
+        // A hand frame that hides c3 (read empty), then the next calm view.
+        ev.extend(feed(&mut t, BoardId::A, &pos, 1, 1.0, &mut ts));
+        ev.extend(feed(&mut t, BoardId::A, &after, 1, 0.0, &mut ts));
         assert_eq!(moves(&ev), ["P@c3"], "{ev:?}");
     }
 
