@@ -286,6 +286,9 @@ pub struct Tracker {
     boards: [BoardTrack; 2],
     pockets: PocketWatcher,
     clock_feed: bool,
+    /// The stream has ended ([`Tracker::finish`], no observation since): no later view can
+    /// show a drop again.
+    finished: bool,
     table_id: String,
     game: u32,
     seq: u64,
@@ -320,6 +323,7 @@ impl Tracker {
             variant,
             boards,
             clock_feed: false,
+            finished: false,
             table_id: table_id.to_string(),
             game,
             seq: 0,
@@ -436,8 +440,10 @@ impl Tracker {
 
     /// The stream of observations ends (the recording or the game is over): every board with
     /// a pending press is decided tentatively on the least-moving observation since its latest
-    /// press, so a move pressed just before the end is not lost for want of a calm frame.
+    /// press, so a move pressed just before the end is not lost for want of a calm frame (nor
+    /// a drop for want of a second sighting).
     pub fn finish(&mut self) -> Vec<Event> {
+        self.finished = true;
         let mut events = Vec::new();
         for b in [BoardId::A, BoardId::B] {
             let bt = &mut self.boards[b.index()];
@@ -576,6 +582,8 @@ impl Tracker {
 
     /// Takes one observation and returns the events it causes, in order.
     pub fn observe(&mut self, obs: &Observation) -> Vec<Event> {
+        // The stream goes on after all (a flush, not the end).
+        self.finished = false;
         let b = obs.board;
         let calm = obs.motion < self.cfg.motion_threshold;
         let mut events = Vec::new();
@@ -1101,6 +1109,10 @@ impl Tracker {
         let bt = &self.boards[b.index()];
         // No more moves than presses: each is vouched for by a press.
         let vouched = self.clock_feed && moves.len() <= bt.move_presses() as usize;
+        if vouched && self.finished {
+            // The last view there will be: waiting for a second sighting loses the move.
+            return true;
+        }
         moves.iter().all(|m| match *m {
             crate::engine::Move::Drop { to, .. } => {
                 let new = SquareClass::on(after, to);
@@ -2573,6 +2585,21 @@ mod tests {
         ev.extend(feed(&mut t, BoardId::A, &pos, 1, 1.0, &mut ts));
         ev.extend(feed(&mut t, BoardId::A, &after, 1, 0.0, &mut ts));
         assert_eq!(moves(&ev), ["P@c3"], "{ev:?}");
+    }
+
+    #[test]
+    fn a_drop_pressed_just_before_the_end_is_committed_when_the_stream_finishes() {
+        // The hand leaving shows the drop in one frame, then the recording ends: no second
+        // sighting will come.
+        let mut t = with_a_pawn_in_hand();
+        let mut ts = 0;
+        let pos = t.table().board(BoardId::A).clone();
+        let after = play(&pos, &["P@c3"]);
+        let mut ev = feed(&mut t, BoardId::A, &pos, 3, 1.0, &mut ts);
+        ev.extend(t.press(BoardId::A, ts - 50));
+        ev.extend(feed(&mut t, BoardId::A, &after, 1, 0.6, &mut ts));
+        assert!(moves(&ev).is_empty(), "{ev:?}");
+        assert_eq!(moves(&t.finish()), ["P@c3"]);
     }
 
     #[test]
