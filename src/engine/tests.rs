@@ -779,21 +779,13 @@ fn a_capture_taken_back_after_its_piece_was_dropped_and_played_again_repays_it()
     let take = before.parse_uci("e4d5").unwrap();
     let out = t.play(a, take, &v).unwrap();
     // Black's partner on B drops the pawn at once.
+    let e4 = t.board(BoardId::B).parse_uci("e2e4").unwrap();
+    t.play(BoardId::B, e4, &v).unwrap();
     let drop = Move::Drop {
         role: Role::Pawn,
         to: sq("e5"),
     };
-    let mut b_moves = vec![Move::Normal {
-        role: Role::Pawn,
-        from: sq("e2"),
-        to: sq("e4"),
-        capture: None,
-        promotion: None,
-    }];
-    b_moves.push(drop);
-    for m in b_moves {
-        t.play(BoardId::B, m, &v).unwrap();
-    }
+    t.play(BoardId::B, drop, &v).unwrap();
     let after = t.clone();
     t.take_back(a, &before, take, &out);
     assert_eq!(t.borrowed(Color::Black)[Role::Pawn.index()], 1);

@@ -1098,9 +1098,9 @@ impl Tracker {
     /// a drop lands on (and that still shows the dropped piece at the end) must have shown its
     /// new class confidently in two consecutive observations (hand frames included), or, for a
     /// chain the pending presses vouch for, the drop must have been in the best explanation of
-    /// an earlier view on the same position. A drop
-    /// onto any empty square is legal in bughouse, so a one-frame misread of one square would
-    /// otherwise become a move; a board move changes two squares, which one misread does not.
+    /// an earlier view on the same position (or the stream has ended). A drop onto any empty
+    /// square is legal in bughouse, so a one-frame misread of one square would otherwise become
+    /// a move; a board move changes two squares, which one misread does not.
     fn not_a_one_view_blip(&self, b: BoardId, ts: u64, moves: &[crate::engine::Move]) -> bool {
         let Some(after) = self.table_after(b, moves) else {
             return false;
