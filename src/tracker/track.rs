@@ -2567,20 +2567,29 @@ mod tests {
         assert_eq!(moves(&ev), ["P@c3"], "{ev:?}");
     }
 
-    #[test]
-    fn a_drop_two_calm_views_agree_on_is_committed_though_hands_hide_it_in_between() {
-        // Regression (issue 6, `el-low-g43`): hands kept coming over board B, and between the
-        // calm views that showed the dropped knight the hand frames hid its square, so the
-        // square never showed it in two observations in a row; the drop waited, presses piling
-        // up, to the end of the game.
+    /// With a pawn in hand (see [`with_a_pawn_in_hand`]): hand frames, the press, then one frame
+    /// of `P@c3` at `motion`. Returns the tracker, the events and the time of the next frame.
+    fn pawn_dropped_seen_once(motion: f32) -> (Tracker, Vec<Event>, u64) {
         let mut t = with_a_pawn_in_hand();
         let mut ts = 0;
         let pos = t.table().board(BoardId::A).clone();
         let after = play(&pos, &["P@c3"]);
         let mut ev = feed(&mut t, BoardId::A, &pos, 3, 1.0, &mut ts);
         ev.extend(t.press(BoardId::A, ts - 50));
-        ev.extend(feed(&mut t, BoardId::A, &after, 1, 0.0, &mut ts));
+        ev.extend(feed(&mut t, BoardId::A, &after, 1, motion, &mut ts));
+        (t, ev, ts)
+    }
+
+    #[test]
+    fn a_drop_two_calm_views_agree_on_is_committed_though_hands_hide_it_in_between() {
+        // Regression (issue 6, `el-low-g43`): hands kept coming over board B, and between the
+        // calm views that showed the dropped knight the hand frames hid its square, so the
+        // square never showed it in two observations in a row; the drop waited, presses piling
+        // up, to the end of the game.
+        let (mut t, mut ev, mut ts) = pawn_dropped_seen_once(0.0);
         assert!(moves(&ev).is_empty(), "one view is not enough: {ev:?}");
+        let pos = t.table().board(BoardId::A).clone();
+        let after = play(&pos, &["P@c3"]);
         // A hand frame that hides c3 (read empty), then the next calm view.
         ev.extend(feed(&mut t, BoardId::A, &pos, 1, 1.0, &mut ts));
         ev.extend(feed(&mut t, BoardId::A, &after, 1, 0.0, &mut ts));
@@ -2591,13 +2600,7 @@ mod tests {
     fn a_drop_pressed_just_before_the_end_is_committed_when_the_stream_finishes() {
         // The hand leaving shows the drop in one frame, then the recording ends: no second
         // sighting will come.
-        let mut t = with_a_pawn_in_hand();
-        let mut ts = 0;
-        let pos = t.table().board(BoardId::A).clone();
-        let after = play(&pos, &["P@c3"]);
-        let mut ev = feed(&mut t, BoardId::A, &pos, 3, 1.0, &mut ts);
-        ev.extend(t.press(BoardId::A, ts - 50));
-        ev.extend(feed(&mut t, BoardId::A, &after, 1, 0.6, &mut ts));
+        let (mut t, ev, _) = pawn_dropped_seen_once(0.6);
         assert!(moves(&ev).is_empty(), "{ev:?}");
         assert_eq!(moves(&t.finish()), ["P@c3"]);
     }
