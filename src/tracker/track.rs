@@ -287,7 +287,7 @@ pub struct Tracker {
     pockets: PocketWatcher,
     clock_feed: bool,
     /// The stream has ended ([`Tracker::finish`], no observation since): no later view can
-    /// show a drop again.
+    /// decide a pending press, so its best chain is committed as it stands.
     finished: bool,
     table_id: String,
     game: u32,
@@ -440,8 +440,9 @@ impl Tracker {
 
     /// The stream of observations ends (the recording or the game is over): every board with
     /// a pending press is decided tentatively on the least-moving observation since its latest
-    /// press, so a move pressed just before the end is not lost for want of a calm frame (nor
-    /// a drop for want of a second sighting).
+    /// press, and the best chain the presses vouch for is committed if it beats "no change"
+    /// and its runner-up at all (unexplained squares, a single sighting of a drop and a small
+    /// lead no longer hold it back: no later view will come).
     pub fn finish(&mut self) -> Vec<Event> {
         self.finished = true;
         let mut events = Vec::new();
@@ -855,13 +856,21 @@ impl Tracker {
                 .find(|p| !p.void)
                 .is_some_and(|p| ts.saturating_sub(p.ts) >= self.cfg.overdue_ms)
             && !best.moves.is_empty();
+        // The stream has ended: no later view can decide the pending presses, so the best
+        // chain they vouch for is the last word (a guess unless its margin says otherwise).
+        let last_word = self.finished
+            && vouched
+            && !best.moves.is_empty()
+            && best.score > 0.0
+            && decoded.margin() > 0.0;
         let committable = best.kind != HypothesisKind::NoChange
             && believable
             && (!tentative
+                || last_word
                 || (self.residue_unrelated(b, &decoded, pressed)
                     && self.not_a_one_view_blip(b, ts, &best.moves)))
-            && (margin_ok || (waited_out && !tentative) || overdue)
-            && beats_none
+            && (margin_ok || (waited_out && !tentative) || overdue || last_word)
+            && (beats_none || last_word)
             && bt.refused != Some(best.fingerprint);
         if let Some(trace) = self.decisions.as_mut() {
             let ucis = |h: &crate::tracker::Hypothesis| -> Vec<String> {
@@ -1098,9 +1107,9 @@ impl Tracker {
     /// a drop lands on (and that still shows the dropped piece at the end) must have shown its
     /// new class confidently in two consecutive observations (hand frames included), or, for a
     /// chain the pending presses vouch for, the drop must have been in the best explanation of
-    /// an earlier view on the same position (or the stream has ended). A drop onto any empty
-    /// square is legal in bughouse, so a one-frame misread of one square would otherwise become
-    /// a move; a board move changes two squares, which one misread does not.
+    /// an earlier view on the same position. A drop onto any empty square is legal in bughouse,
+    /// so a one-frame misread of one square would otherwise become a move; a board move changes
+    /// two squares, which one misread does not.
     fn not_a_one_view_blip(&self, b: BoardId, ts: u64, moves: &[crate::engine::Move]) -> bool {
         let Some(after) = self.table_after(b, moves) else {
             return false;
@@ -1109,10 +1118,6 @@ impl Tracker {
         let bt = &self.boards[b.index()];
         // No more moves than presses: each is vouched for by a press.
         let vouched = self.clock_feed && moves.len() <= bt.move_presses() as usize;
-        if vouched && self.finished {
-            // The last view there will be: waiting for a second sighting loses the move.
-            return true;
-        }
         moves.iter().all(|m| match *m {
             crate::engine::Move::Drop { to, .. } => {
                 let new = SquareClass::on(after, to);
@@ -2603,6 +2608,32 @@ mod tests {
         let (mut t, ev, _) = pawn_dropped_seen_once(0.6);
         assert!(moves(&ev).is_empty(), "{ev:?}");
         assert_eq!(moves(&t.finish()), ["P@c3"]);
+    }
+
+    #[test]
+    fn a_pressed_move_still_half_hidden_at_the_end_is_committed_when_the_stream_finishes() {
+        // Every calm view after the press shows d2d4 with a hand still read on d3 and e3: no
+        // tentative decision may commit with two squares unexplained, and waiting is right
+        // while later views can come. When the stream ends, the press's best chain stands.
+        let mut t = windowed();
+        let mut ts = 0;
+        let start = t.table().board(BoardId::A).clone();
+        let after = play(&start, &["d2d4"]);
+        let mut ev = feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts);
+        ev.extend(t.press(BoardId::A, ts));
+        for (k, motion) in [0.0, 1.0, 0.0, 1.0, 0.0].into_iter().enumerate() {
+            let mut o = Observation::exact(BoardId::A, ts, &after, motion);
+            // A hand's reading changes from frame to frame (no persistent misread).
+            let hand = [SquareClass::BlackQueen, SquareClass::BlackRook][k % 2];
+            let mut v = [0.0; SquareClass::COUNT];
+            v[hand.index()] = 1.0;
+            o.set_square("d3".parse().unwrap(), v).unwrap();
+            o.set_square("e3".parse().unwrap(), v).unwrap();
+            ev.extend(t.observe(&o));
+            ts += 200;
+        }
+        assert!(moves(&ev).is_empty(), "{ev:?}");
+        assert_eq!(moves(&t.finish()), ["d2d4"]);
     }
 
     #[test]
