@@ -2689,16 +2689,17 @@ mod tests {
         let mut t = tracker(RuleSet::fics(), Some(fen));
         let pos = t.table().board(BoardId::A).clone();
         let mut alerts = Vec::new();
+        // The queen shows in White's pocket once, then is gone from 100 ms on.
         for i in 0..40u64 {
-            let mut o = Observation::exact(BoardId::A, i * 100, &pos, 0.0);
-            o.pockets = Some(PocketReading::default());
+            let o = Observation::exact(BoardId::A, i * 100, &pos, 0.0);
+            let o = with_pocket(o, (0, Role::Queen), u8::from(i == 0));
             for e in t.observe(&o) {
                 if matches!(e.body, EventBody::HiddenPocket { .. }) {
                     alerts.push(e.ts);
                 }
             }
         }
-        assert_eq!(alerts, [3000]);
+        assert_eq!(alerts, [3100]);
     }
 
     /// `o` with a pocket reading that shows `count` pieces of `role` for colour index `color`
