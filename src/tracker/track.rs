@@ -440,9 +440,9 @@ impl Tracker {
 
     /// The stream of observations ends (the recording or the game is over): every board with
     /// a pending press is decided tentatively on the least-moving observation since its latest
-    /// press, and the best chain the presses vouch for is committed if it beats "no change"
-    /// and its runner-up at all (unexplained squares, a single sighting of a drop and a small
-    /// lead no longer hold it back: no later view will come).
+    /// press, and its best chain is committed if it beats "no change" and its runner-up at all
+    /// (unexplained squares, a single sighting of a drop and a small lead no longer hold it
+    /// back: no later view will come); of a chain longer than the presses, the pressed moves.
     pub fn finish(&mut self) -> Vec<Event> {
         self.finished = true;
         let mut events = Vec::new();
@@ -857,9 +857,11 @@ impl Tracker {
                 .is_some_and(|p| ts.saturating_sub(p.ts) >= self.cfg.overdue_ms)
             && !best.moves.is_empty();
         // The stream has ended: no later view can decide the pending presses, so the best
-        // chain they vouch for is the last word (a guess unless its margin says otherwise).
+        // chain is the last word on them (a guess unless its margin says otherwise); of a chain
+        // longer than the presses, only as many moves as were pressed.
         let last_word = self.finished
-            && vouched
+            && pressed
+            && (vouched || best.kind == HypothesisKind::Sequence)
             && !best.moves.is_empty()
             && best.score > 0.0
             && decoded.margin() > 0.0;
@@ -946,6 +948,10 @@ impl Tracker {
             };
             // An illegal move after legal ones: the legal ones are committed here, the illegal
             // one is decided again from the position they reach (refusal and alert as usual).
+            let mut moves = moves;
+            if last_word && !vouched {
+                moves.truncate(presses as usize);
+            }
             let illegal_after = best.kind == HypothesisKind::Illegal && moves.len() > 1;
             let moves = if illegal_after {
                 moves[..moves.len() - 1].to_vec()
@@ -2610,30 +2616,48 @@ mod tests {
         assert_eq!(moves(&t.finish()), ["P@c3"]);
     }
 
-    #[test]
-    fn a_pressed_move_still_half_hidden_at_the_end_is_committed_when_the_stream_finishes() {
-        // Every calm view after the press shows d2d4 with a hand still read on d3 and e3: no
-        // tentative decision may commit with two squares unexplained, and waiting is right
-        // while later views can come. When the stream ends, the press's best chain stands.
+    /// Board A after one press shows `ucis` played, with a hand still read on `hand_on` in
+    /// every calm view (its reading changing from frame to frame, no persistent misread), up
+    /// to the end of the stream. Returns the events before and at [`Tracker::finish`].
+    fn pressed_then_half_hidden_to_the_end(
+        ucis: &[&str],
+        hand_on: [&str; 2],
+    ) -> (Vec<Event>, Vec<Event>) {
         let mut t = windowed();
         let mut ts = 0;
         let start = t.table().board(BoardId::A).clone();
-        let after = play(&start, &["d2d4"]);
+        let after = play(&start, ucis);
         let mut ev = feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts);
         ev.extend(t.press(BoardId::A, ts));
         for (k, motion) in [0.0, 1.0, 0.0, 1.0, 0.0].into_iter().enumerate() {
             let mut o = Observation::exact(BoardId::A, ts, &after, motion);
-            // A hand's reading changes from frame to frame (no persistent misread).
             let hand = [SquareClass::BlackQueen, SquareClass::BlackRook][k % 2];
             let mut v = [0.0; SquareClass::COUNT];
             v[hand.index()] = 1.0;
-            o.set_square("d3".parse().unwrap(), v).unwrap();
-            o.set_square("e3".parse().unwrap(), v).unwrap();
+            for sq in hand_on {
+                o.set_square(sq.parse().unwrap(), v).unwrap();
+            }
             ev.extend(t.observe(&o));
             ts += 200;
         }
+        (ev, t.finish())
+    }
+
+    #[test]
+    fn a_pressed_move_still_half_hidden_at_the_end_is_committed_when_the_stream_finishes() {
+        // No tentative decision may commit with two squares unexplained, and waiting is right
+        // while later views can come. When the stream ends, the press's best chain stands.
+        let (ev, last) = pressed_then_half_hidden_to_the_end(&["d2d4"], ["d3", "e3"]);
         assert!(moves(&ev).is_empty(), "{ev:?}");
-        assert_eq!(moves(&t.finish()), ["d2d4"]);
+        assert_eq!(moves(&last), ["d2d4"]);
+    }
+
+    #[test]
+    fn at_the_end_a_chain_longer_than_the_presses_gives_only_the_pressed_moves() {
+        // The reply is on the board but not pressed yet: only the pressed move is committed.
+        let (ev, last) = pressed_then_half_hidden_to_the_end(&["e2e4", "e7e5"], ["c3", "d3"]);
+        assert!(moves(&ev).is_empty(), "{ev:?}");
+        assert_eq!(moves(&last), ["e2e4"]);
     }
 
     #[test]
