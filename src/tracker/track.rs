@@ -870,7 +870,7 @@ impl Tracker {
             && (!tentative
                 || last_word
                 || (self.residue_unrelated(b, &decoded, pressed)
-                    && self.not_a_one_view_blip(b, ts, &best.moves)))
+                    && self.not_a_one_view_blip(b, ts, &best.moves, vouched)))
             && (margin_ok || (waited_out && !tentative) || overdue || last_word)
             && (beats_none || last_word)
             && bt.refused != Some(best.fingerprint);
@@ -1112,18 +1112,22 @@ impl Tracker {
     /// Whether a tentative decision (one view, at `ts`) may commit `moves` on `b`: every square
     /// a drop lands on (and that still shows the dropped piece at the end) must have shown its
     /// new class confidently in two consecutive observations (hand frames included), or, for a
-    /// chain the pending presses vouch for, the drop must have been in the best explanation of
-    /// an earlier view on the same position. A drop onto any empty square is legal in bughouse,
-    /// so a one-frame misread of one square would otherwise become a move; a board move changes
-    /// two squares, which one misread does not.
-    fn not_a_one_view_blip(&self, b: BoardId, ts: u64, moves: &[crate::engine::Move]) -> bool {
+    /// chain the pending presses vouch for (`vouched`: no more moves than presses), the drop
+    /// must have been in the best explanation of an earlier view on the same position. A drop
+    /// onto any empty square is legal in bughouse, so a one-frame misread of one square would
+    /// otherwise become a move; a board move changes two squares, which one misread does not.
+    fn not_a_one_view_blip(
+        &self,
+        b: BoardId,
+        ts: u64,
+        moves: &[crate::engine::Move],
+        vouched: bool,
+    ) -> bool {
         let Some(after) = self.table_after(b, moves) else {
             return false;
         };
         let (before, after) = (self.referee.table().board(b), after.board(b));
         let bt = &self.boards[b.index()];
-        // No more moves than presses: each is vouched for by a press.
-        let vouched = self.clock_feed && moves.len() <= bt.move_presses() as usize;
         moves.iter().all(|m| match *m {
             crate::engine::Move::Drop { to, .. } => {
                 let new = SquareClass::on(after, to);
