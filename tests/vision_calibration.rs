@@ -374,6 +374,52 @@ fn low_side_start_frame() -> image::RgbImage {
     image::open(path).unwrap().to_rgb8()
 }
 
+/// The largest distance of a corner from its truth, in squares (the board's shortest side / 8).
+fn worst_corner_squares(cal: &Calibration, truth: &[[[f64; 2]; 4]; 2]) -> f64 {
+    (0..2)
+        .map(|b| {
+            let t = &truth[b];
+            let square = (0..4)
+                .map(|k| (t[k][0] - t[(k + 1) % 4][0]).hypot(t[k][1] - t[(k + 1) % 4][1]) / 8.0)
+                .fold(f64::MAX, f64::min);
+            let c = &cal.boards[b].corners;
+            (0..4)
+                .map(|k| (c[k][0] - t[k][0]).hypot(c[k][1] - t[k][1]) / square)
+                .fold(0.0, f64::max)
+        })
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn a_start_position_board_is_not_placed_two_ranks_off() {
+    // The first frame of the validation render `geo-low-g42` (640x360, `low-side`, the
+    // `geometric` set). Board B's near home rows hide their lines and its far rows are a few
+    // pixels deep: placed by its lines alone it came out two ranks towards the far edge
+    // (1.96 squares off). Where the pieces stand tells the placements apart.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/vision/low-side-geometric-start.jpg"
+    );
+    let frame = image::open(path).unwrap().to_rgb8();
+    let truth: [[[f64; 2]; 4]; 2] = [
+        [
+            [58.118042, 242.78407],
+            [297.3757, 219.83374],
+            [270.7475, 139.43027],
+            [92.087326, 152.90082],
+        ],
+        [
+            [493.4992, 122.94336],
+            [335.7571, 134.58339],
+            [382.64706, 211.5704],
+            [584.6865, 191.81516],
+        ],
+    ];
+    let cal = Calibration::detect(&frame, "t", &CalibrationConfig::default()).unwrap();
+    let worst = worst_corner_squares(&cal, &truth);
+    assert!(worst < 0.05, "worst corner {worst} squares");
+}
+
 #[test]
 fn the_same_frame_gives_the_same_calibration_every_time() {
     // Regression: the lattice growth visited cells in hash order, and this frame was
@@ -413,19 +459,7 @@ fn a_small_low_frame_is_also_searched_enlarged() {
         ],
     ];
     let worst = |cfg: &CalibrationConfig| {
-        let cal = Calibration::detect(&frame, "t", cfg).unwrap();
-        (0..2)
-            .map(|b| {
-                let t = &truth[b];
-                let square = (0..4)
-                    .map(|k| (t[k][0] - t[(k + 1) % 4][0]).hypot(t[k][1] - t[(k + 1) % 4][1]) / 8.0)
-                    .fold(f64::MAX, f64::min);
-                let c = &cal.boards[b].corners;
-                (0..4)
-                    .map(|k| (c[k][0] - t[k][0]).hypot(c[k][1] - t[k][1]) / square)
-                    .fold(0.0, f64::max)
-            })
-            .fold(0.0, f64::max)
+        worst_corner_squares(&Calibration::detect(&frame, "t", cfg).unwrap(), &truth)
     };
     let both = worst(&CalibrationConfig::default());
     assert!(both < 0.05, "worst corner {both} squares");

@@ -406,6 +406,25 @@ impl BoardCalibration {
     }
 }
 
+/// Whether two calibrations put every corner of both boards within half a square of each
+/// other (the same placement, up to the fit's precision).
+fn same_placement(a: &Calibration, b: &Calibration) -> bool {
+    a.boards.iter().zip(&b.boards).all(|(x, y)| {
+        let square = (0..4)
+            .map(|i| dist(x.corners[i], x.corners[(i + 1) % 4]))
+            .sum::<f64>()
+            / 32.0;
+        x.corners
+            .iter()
+            .zip(&y.corners)
+            .all(|(p, q)| dist(*p, *q) <= 0.5 * square)
+    })
+}
+
+fn dist(a: Point, b: Point) -> f64 {
+    (a[0] - b[0]).hypot(a[1] - b[1])
+}
+
 fn centre(c: &[Point; 4]) -> Point {
     [
         c.iter().map(|p| p[0]).sum::<f64>() / 4.0,
@@ -422,24 +441,37 @@ impl Calibration {
     ) -> Result<Calibration, CalibrationError> {
         let native = Self::detect_at(frame, table, config, 1);
         if frame.width() >= config.upscale_below_width {
-            return native;
+            return native.map(|(cal, _)| cal);
         }
         match (native, Self::detect_at(frame, table, config, 2)) {
-            (Ok(n), Ok(u)) => Ok(if u.quality > n.quality { u } else { n }),
-            (Ok(n), Err(_)) => Ok(n),
-            (Err(_), Ok(u)) => Ok(u),
+            // Where the two place a board differently, the placement that shows a start
+            // position more clearly (by more than one square's worth) wins: a board placed
+            // a rank off confirms its lattice as well as the right one, so `quality` cannot
+            // tell them apart. Otherwise the better fit.
+            (Ok((n, sn)), Ok((u, su))) => {
+                Ok(if !same_placement(&n, &u) && (su - sn).abs() > 1.0 / 64.0 {
+                    if su > sn { u } else { n }
+                } else if u.quality > n.quality {
+                    u
+                } else {
+                    n
+                })
+            }
+            (Ok((n, _)), Err(_)) => Ok(n),
+            (Err(_), Ok((u, _))) => Ok(u),
             (Err(e), Err(_)) => Err(e),
         }
     }
 
     /// [`Calibration::detect`] with the boards searched in `frame` enlarged `scale` times
-    /// (corners and fit residual brought back to `frame`'s pixels).
+    /// (corners and fit residual brought back to `frame`'s pixels); with the sum of both
+    /// boards' start-position agreement (`FoundBoard::start_agreement`, 0 where unjudged).
     fn detect_at(
         frame: &RgbImage,
         table: &str,
         config: &CalibrationConfig,
         scale: u32,
-    ) -> Result<Calibration, CalibrationError> {
+    ) -> Result<(Calibration, f64), CalibrationError> {
         let g = Gray::from_rgb(frame);
         let found = if scale > 1 {
             let big = image::imageops::resize(
@@ -472,6 +504,7 @@ impl Calibration {
         }
         // The two largest boards are this table's (neighbouring tables are farther away).
         let mut two: Vec<FoundBoard> = found.into_iter().take(2).collect();
+        let start_agreement: f64 = two.iter().filter_map(|b| b.start_agreement).sum();
         two.sort_by(|a, b| centre(&a.corners)[0].total_cmp(&centre(&b.corners)[0]));
         if !config.a_is_left {
             two.reverse();
@@ -526,15 +559,18 @@ impl Calibration {
         let [a, b]: [BoardCalibration; 2] = boards
             .try_into()
             .map_err(|_| CalibrationError::NotFound("fewer than two boards".into()))?;
-        Ok(Calibration {
-            table: table.to_string(),
-            width: frame.width(),
-            height: frame.height(),
-            created: now_rfc3339(),
-            method: "auto".into(),
-            quality,
-            boards: [a, b],
-        })
+        Ok((
+            Calibration {
+                table: table.to_string(),
+                width: frame.width(),
+                height: frame.height(),
+                created: now_rfc3339(),
+                method: "auto".into(),
+                quality,
+                boards: [a, b],
+            },
+            start_agreement,
+        ))
     }
 
     /// A calibration from corners a person gave (a1, h1, h8, a8 per board); `frame`, if given,

@@ -671,16 +671,26 @@ pub struct FoundBoard {
     pub corners: [Point; 4],
     pub lattice_points: usize,
     pub rms: f64,
+    /// How well the chosen placement shows a start position
+    /// ([`lines::start_position_agreement`]); `None` when it could not be judged.
+    pub start_agreement: Option<f64>,
     /// Board (u, v) → undistorted pixel under the frame's lens; with the X-corners as
     /// (board coordinates, pixel).
     pub fit: lines::BoardFit,
 }
+
+/// Weight, in lines of edge support, of a placement's agreement with a start position
+/// ([`lines::start_position_agreement`], 0..1) when the 8×8 placement of a lattice is chosen.
+/// Chosen on first frames of 640×360 `low-side` renders (not the test games); an empty
+/// board's lattice spans every line and leaves no placement to choose.
+const START_POSITION_WEIGHT: f64 = 10.0;
 
 /// Chooses the 8×8 extent of a lattice (the offset whose outer lines show the strongest
 /// playing-area edge), extrapolates the corners locally and normalises the handedness.
 pub fn board_from_lattice(g: &Gray, lin: &Gray, l: &Lattice, lens: &Lens) -> Option<FoundBoard> {
     let (lo, hi) = bounds(l);
     let mut off = [0i32; 2];
+    let mut start_agreement = None;
     for axis in 0..2 {
         let other = 1 - axis;
         let range = (lo[other] as f64 - 1.0, hi[other] as f64 + 1.0);
@@ -731,7 +741,7 @@ pub fn board_from_lattice(g: &Gray, lin: &Gray, l: &Lattice, lens: &Lens) -> Opt
             }
         }
         let slack = [0, 1].map(|a| 6 - (hi[a] - lo[a]));
-        let mut best = (0.0f64, off);
+        let mut best = (0.0f64, off, None);
         for ku in 0..=slack[0] {
             for kv in 0..=slack[1] {
                 let o = [lo[0] - 1 - ku, lo[1] - 1 - kv];
@@ -763,12 +773,18 @@ pub fn board_from_lattice(g: &Gray, lin: &Gray, l: &Lattice, lens: &Lens) -> Opt
                 // The edge/alternation choice is kept unless another placement has clearly
                 // more support (half a line's worth).
                 let n = if o == off { n + 0.5 } else { n };
+                // In a start position the near home rows' lines hide behind their pieces
+                // and the far ones are a few pixels deep, so lines alone may place a board
+                // a rank or two off; where the pieces stand tells the placements apart.
+                let sp = lines::start_position_agreement(lin, &h, lens, &anchors);
+                let n = n + START_POSITION_WEIGHT * sp.unwrap_or(0.0);
                 if n > best.0 {
-                    best = (n, o);
+                    best = (n, o, sp);
                 }
             }
         }
         off = best.1;
+        start_agreement = best.2;
     }
     // Board coordinates (u, v) = lattice − offset.
     let shift = Homography([
@@ -816,6 +832,7 @@ pub fn board_from_lattice(g: &Gray, lin: &Gray, l: &Lattice, lens: &Lens) -> Opt
         corners,
         lattice_points: l.points.len(),
         rms: l.rms,
+        start_agreement,
         fit: lines::BoardFit { h: h_und, xcorners },
     })
 }

@@ -100,6 +100,45 @@ fn anchor_levels(lin: &Gray, h: &Homography, lens: &Lens, anchors: &[Point]) -> 
     Some([med(&mut v[0]), med(&mut v[1])])
 }
 
+/// How well a placement shows a start position: the share of its 64 squares whose centre
+/// agrees with the position (a piece on both home rows at each end of one axis, the
+/// middle four rows showing their square colour), along the better of the two axes.
+/// `None` when the square colours cannot be told from the X-corners.
+pub fn start_position_agreement(
+    lin: &Gray,
+    h: &Homography,
+    lens: &Lens,
+    anchors: &[Point],
+) -> Option<f64> {
+    let levels = anchor_levels(lin, h, lens, anchors)?;
+    let contrast = (levels[0] - levels[1]).abs();
+    if contrast < 0.02 {
+        return None;
+    }
+    let mut covered = [[false; 8]; 8];
+    for (u, row) in covered.iter_mut().enumerate() {
+        for (v, c) in row.iter_mut().enumerate() {
+            let p = lens.distort(h.map([u as f64 + 0.5, v as f64 + 0.5]));
+            let expected = levels[(u + v) % 2];
+            *c = !lin.contains(p, 1.0) || (lin.sample(p) - expected).abs() > 0.3 * contrast;
+        }
+    }
+    let home = |i: usize| !(2..=5).contains(&i);
+    let agree = |axis: usize| {
+        let mut n = 0;
+        for (u, row) in covered.iter().enumerate() {
+            for (v, &c) in row.iter().enumerate() {
+                let along = if axis == 0 { u } else { v };
+                if c == home(along) {
+                    n += 1;
+                }
+            }
+        }
+        n as f64 / 64.0
+    };
+    Some(agree(0).max(agree(1)))
+}
+
 /// A profile across a predicted line: the two side levels and the step location.
 struct Profile {
     minus: f32,
@@ -636,6 +675,11 @@ mod tests {
     /// A board (dark 0.05 / light 0.5 squares, frame 0.25, table 0.12) seen through `h`,
     /// with bright discs ("pieces") on the first two ranks; 4×4 supersampled.
     fn render(h: &Homography, w: usize, hgt: usize) -> Gray {
+        render_with_pieces(h, w, hgt, &[0, 1])
+    }
+
+    /// [`render`] with the discs on the ranks `rows`.
+    fn render_with_pieces(h: &Homography, w: usize, hgt: usize, rows: &[i64]) -> Gray {
         let inv = h.inverse().expect("test homography is invertible");
         let mut data = vec![0.0f32; w * hgt];
         for y in 0..hgt {
@@ -650,8 +694,9 @@ mod tests {
                         let b = inv.map(p);
                         let (fu, fv) = (b[0].floor(), b[1].floor());
                         let inside = (0.0..8.0).contains(&b[0]) && (0.0..8.0).contains(&b[1]);
-                        let piece =
-                            inside && fv < 2.0 && (b[0] - fu - 0.5).hypot(b[1] - fv - 0.5) < 0.3;
+                        let piece = inside
+                            && rows.contains(&(fv as i64))
+                            && (b[0] - fu - 0.5).hypot(b[1] - fv - 0.5) < 0.3;
                         acc += if piece {
                             0.9
                         } else if inside {
@@ -699,6 +744,32 @@ mod tests {
             let err = (p[0] - t[0]).hypot(p[1] - t[1]);
             assert!(err < 0.1, "corner {k}: {p:?} vs {t:?} ({err:.3} px)");
         }
+    }
+
+    #[test]
+    fn a_start_position_agrees_with_its_own_placement_only() {
+        let truth = [[60.0, 260.0], [330.0, 250.0], [300.0, 62.0], [92.0, 70.0]];
+        let h = Homography::from_board_corners(&truth).unwrap();
+        let lens = Lens {
+            centre: [199.5, 149.5],
+            kappa: 0.0,
+        };
+        // The X-corners a start position shows: the lines between its empty middle rows.
+        let xcorners: Vec<Point> = (1..8)
+            .flat_map(|u| (3..6).map(move |v| [u as f64, v as f64]))
+            .collect();
+        let start = render_with_pieces(&h, 400, 300, &[0, 1, 6, 7]);
+        let right = start_position_agreement(&start, &h, &lens, &xcorners).unwrap();
+        assert!(right > 0.95, "the true placement agrees {right}");
+        // The same lattice placed two ranks further: board (u, v) is the true (u, v + 2).
+        let shifted = h.then_after(&Homography([1.0, 0.0, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 1.0]));
+        let anchors: Vec<Point> = xcorners.iter().map(|p| [p[0], p[1] - 2.0]).collect();
+        let off = start_position_agreement(&start, &shifted, &lens, &anchors).unwrap();
+        assert!(off < 0.75, "two ranks off agrees {off}");
+        // Empty boards show no start position anywhere.
+        let empty = render_with_pieces(&h, 400, 300, &[]);
+        let none = start_position_agreement(&empty, &h, &lens, &xcorners).unwrap();
+        assert!(none < 0.6, "an empty board agrees {none}");
     }
 
     #[test]
