@@ -685,6 +685,10 @@ pub struct FoundBoard {
 /// board's lattice spans every line and leaves no placement to choose.
 const START_POSITION_WEIGHT: f64 = 10.0;
 
+/// How many lines beyond a lattice's extent a placement may reach (its outer lattice lines
+/// then lie on or past the board's edge and are taken for false X-corners).
+const BEYOND_LATTICE: i32 = 2;
+
 /// Chooses the 8×8 extent of a lattice (the offset whose outer lines show the strongest
 /// playing-area edge), extrapolates the corners locally and normalises the handedness.
 pub fn board_from_lattice(g: &Gray, lin: &Gray, l: &Lattice, lens: &Lens) -> Option<FoundBoard> {
@@ -742,9 +746,13 @@ pub fn board_from_lattice(g: &Gray, lin: &Gray, l: &Lattice, lens: &Lens) -> Opt
         }
         let slack = [0, 1].map(|a| 6 - (hi[a] - lo[a]));
         let mut best = (0.0f64, off, None);
-        for ku in 0..=slack[0] {
-            for kv in 0..=slack[1] {
+        // Also placements that leave up to `BEYOND_LATTICE` of the lattice's outer lines off
+        // the board's interior lines: X-corners of piece bases or a frame edge can grow a
+        // lattice by a false row, and then the true placement lies beyond its extent.
+        for ku in -BEYOND_LATTICE..=slack[0] + BEYOND_LATTICE {
+            for kv in -BEYOND_LATTICE..=slack[1] + BEYOND_LATTICE {
                 let o = [lo[0] - 1 - ku, lo[1] - 1 - kv];
+                let beyond = ku < 0 || kv < 0 || ku > slack[0] || kv > slack[1];
                 let h = h_und.then_after(&Homography([
                     1.0,
                     0.0,
@@ -756,10 +764,12 @@ pub fn board_from_lattice(g: &Gray, lin: &Gray, l: &Lattice, lens: &Lens) -> Opt
                     0.0,
                     1.0,
                 ]));
+                // The square colours come from the X-corners on the placement's interior lines.
                 let anchors: Vec<Point> = l
                     .points
                     .iter()
                     .map(|(c, _)| [(c[0] - o[0]) as f64, (c[1] - o[1]) as f64])
+                    .filter(|p| (1.0..=7.0).contains(&p[0]) && (1.0..=7.0).contains(&p[1]))
                     .collect();
                 let n = lines::edge_samples_with_support(
                     lin,
@@ -778,6 +788,8 @@ pub fn board_from_lattice(g: &Gray, lin: &Gray, l: &Lattice, lens: &Lens) -> Opt
                 // a rank or two off; where the pieces stand tells the placements apart.
                 let sp = lines::start_position_agreement(lin, &h, lens, &anchors);
                 let n = n + START_POSITION_WEIGHT * sp.unwrap_or(0.0);
+                // Calling found X-corners false costs a line's worth.
+                let n = if beyond { n - 1.0 } else { n };
                 if n > best.0 {
                     best = (n, o, sp);
                 }
@@ -813,13 +825,14 @@ pub fn board_from_lattice(g: &Gray, lin: &Gray, l: &Lattice, lens: &Lens) -> Opt
     {
         return None;
     }
+    // A placement beyond the lattice's extent leaves its outer lines' points off the board's
+    // interior lines: they are not X-corners of this board.
     let xcorners: Vec<(Point, Point)> = l
         .points
         .iter()
-        .map(|(c, p)| {
-            let (u, v) = ((c[0] - off[0]) as f64, (c[1] - off[1]) as f64);
-            (if transposed { [v, u] } else { [u, v] }, *p)
-        })
+        .map(|(c, p)| ((c[0] - off[0]) as f64, (c[1] - off[1]) as f64, *p))
+        .filter(|(u, v, _)| (1.0..=7.0).contains(u) && (1.0..=7.0).contains(v))
+        .map(|(u, v, p)| (if transposed { [v, u] } else { [u, v] }, p))
         .collect();
     let (src, dst): (Vec<Point>, Vec<Point>) = xcorners
         .iter()
