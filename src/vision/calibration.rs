@@ -8,7 +8,7 @@ use std::path::Path;
 use image::RgbImage;
 use serde::{Deserialize, Serialize};
 
-use super::detect::{self, FoundBoard, Gray, x_corner_contrast};
+use super::detect::{self, FoundBoard, Gray, dist, x_corner_contrast};
 use super::geometry::{Homography, Point, fraction_inside, inside_convex, is_convex, signed_area};
 use crate::engine::{BoardId, Color};
 
@@ -419,10 +419,6 @@ fn same_placement(a: &Calibration, b: &Calibration) -> bool {
             .zip(&y.corners)
             .all(|(p, q)| dist(*p, *q) <= 0.5 * square)
     })
-}
-
-fn dist(a: Point, b: Point) -> f64 {
-    (a[0] - b[0]).hypot(a[1] - b[1])
 }
 
 fn centre(c: &[Point; 4]) -> Point {

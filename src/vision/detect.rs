@@ -346,7 +346,8 @@ impl Grid {
     }
 }
 
-fn dist(a: Point, b: Point) -> f64 {
+/// Distance between two pixels.
+pub(crate) fn dist(a: Point, b: Point) -> f64 {
     ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2)).sqrt()
 }
 
