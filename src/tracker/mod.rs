@@ -153,6 +153,12 @@ pub struct PocketReading {
     /// the part in view shows some pieces; `docs/tracker.md`.)
     #[serde(default)]
     pub out_of_view: [bool; 2],
+    /// Per zone (White's, Black's), whether nothing moved in or over it in this frame, from
+    /// sources that watch the zones on their own (`vision::motion::TableMotion::pockets`): a
+    /// hand over the board but clear of a zone leaves the zone readable. `None`: a zone counts
+    /// as calm exactly when its board does.
+    #[serde(default)]
+    pub calm: Option<[bool; 2]>,
 }
 
 impl PocketReading {

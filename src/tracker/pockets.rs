@@ -242,7 +242,8 @@ impl PocketWatcher {
             .count()
     }
 
-    /// One calm reading of `board`'s pockets at `ts`; returns the alerts it completes.
+    /// One reading of `board`'s pockets at `ts`, of which only the zones `calm` marks count
+    /// (a hand in or over a zone hides what it holds); returns the alerts it completes.
     /// `undecided` counts per colour the moves pressed but not yet committed: each may be a drop
     /// the pocket already shows. A player with undecided moves is alerted on only when
     /// [`SHORT_READINGS`] readings in a row show his pocket short; with
@@ -253,13 +254,14 @@ impl PocketWatcher {
         board: BoardId,
         ts: u64,
         reading: &PocketReading,
+        calm: [bool; 2],
         table: &Table,
         undecided: [u8; 2],
     ) -> Vec<EventBody> {
         let mut out = Vec::new();
         for color in Color::ALL {
             // A zone the camera does not see whole shows nothing missing.
-            if !reading.in_view(color) {
+            if !reading.in_view(color) || !calm[color.index()] {
                 continue;
             }
             let look = reading
@@ -505,7 +507,7 @@ mod tests {
             let mut events = Vec::new();
             for ts in (0..=4000).step_by(100) {
                 let r = reading(if ts == 0 { 2 } else { 0 });
-                events.extend(w.on_reading(BoardId::A, ts, &r, &t, undecided));
+                events.extend(w.on_reading(BoardId::A, ts, &r, [true; 2], &t, undecided));
             }
             events
         };
@@ -526,19 +528,19 @@ mod tests {
         let t = table_with_white_knight_in_a_pocket();
         let mut w = PocketWatcher::new(3000);
         // The knight is seen in the pocket, then gone from 100 ms on.
-        let mut events = w.on_reading(BoardId::A, 0, &reading(1), &t, [0; 2]);
+        let mut events = w.on_reading(BoardId::A, 0, &reading(1), [true; 2], &t, [0; 2]);
         for ts in (100..=3000).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [0; 2]));
         }
         assert!(events.is_empty(), "{events:?}");
-        events.extend(w.on_reading(BoardId::A, 3100, &reading(0), &t, [0; 2]));
+        events.extend(w.on_reading(BoardId::A, 3100, &reading(0), [true; 2], &t, [0; 2]));
         assert!(matches!(
             events.as_slice(),
             [EventBody::HiddenPocket { held: 1, visible: 0, color: Color::White, piece }] if piece == "N"
         ));
         // Raised once, not every reading.
         assert!(
-            w.on_reading(BoardId::A, 3200, &reading(0), &t, [0; 2])
+            w.on_reading(BoardId::A, 3200, &reading(0), [true; 2], &t, [0; 2])
                 .is_empty()
         );
     }
@@ -557,13 +559,13 @@ mod tests {
         let mut w = PocketWatcher::new(1000);
         let mut events = Vec::new();
         for ts in (0..=5000).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [0; 2]));
         }
         assert!(events.is_empty(), "{events:?}");
         // Once it has been seen there, its absence counts.
-        events.extend(w.on_reading(BoardId::A, 5100, &reading(1), &t, [0; 2]));
+        events.extend(w.on_reading(BoardId::A, 5100, &reading(1), [true; 2], &t, [0; 2]));
         for ts in (5200..=7000).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [0; 2]));
         }
         assert!(one_hidden(&events, 1, 0), "{events:?}");
     }
@@ -579,7 +581,7 @@ mod tests {
         let mut events = Vec::new();
         for ts in (0..=1500).step_by(100) {
             let r = reading(u8::from(ts == 0));
-            events.extend(w.on_reading(BoardId::A, ts, &r, &t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &r, [true; 2], &t, [0; 2]));
         }
         assert_eq!(events.len(), 1, "{events:?}");
         // Board B captures a white knight: the engine now holds two, the pocket shows none yet.
@@ -587,11 +589,11 @@ mod tests {
         w.on_capture(BoardId::B, WHITE_KNIGHT, 1600);
         let mut later = Vec::new();
         for ts in (1600..=2000).step_by(100) {
-            later.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
+            later.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [0; 2]));
         }
         // It arrives: one knight visible of the two the engine counts, as before the capture.
         for ts in (2100..=8000).step_by(100) {
-            later.extend(w.on_reading(BoardId::A, ts, &reading(1), &t, [0; 2]));
+            later.extend(w.on_reading(BoardId::A, ts, &reading(1), [true; 2], &t, [0; 2]));
         }
         assert!(later.is_empty(), "{later:?}");
         assert_eq!(w.pending(BoardId::A), 0);
@@ -604,7 +606,7 @@ mod tests {
         let mut events = Vec::new();
         for ts in (0..=1000).step_by(100) {
             let r = if ts == 500 { reading(1) } else { reading(0) };
-            events.extend(w.on_reading(BoardId::A, ts, &r, &t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &r, [true; 2], &t, [0; 2]));
         }
         assert_eq!(events.len(), 1, "{events:?}");
     }
@@ -623,15 +625,15 @@ mod tests {
             } else {
                 reading(0)
             };
-            events.extend(w.on_reading(BoardId::A, ts, &r, &t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &r, [true; 2], &t, [0; 2]));
         }
         assert_eq!(events.len(), 1, "{events:?}");
         // Shown for three readings in a row, it is back; hidden again, it is reported again.
         for ts in (10_100..=10_300).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(1), &t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(1), [true; 2], &t, [0; 2]));
         }
         for ts in (10_400..=12_000).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [0; 2]));
         }
         assert_eq!(events.len(), 2, "{events:?}");
     }
@@ -642,7 +644,7 @@ mod tests {
         let mut w = PocketWatcher::new(1000);
         for ts in (0..=5000).step_by(100) {
             assert!(
-                w.on_reading(BoardId::A, ts, &reading(1), &t, [0; 2])
+                w.on_reading(BoardId::A, ts, &reading(1), [true; 2], &t, [0; 2])
                     .is_empty()
             );
         }
@@ -660,7 +662,7 @@ mod tests {
             }
             let mut events = Vec::new();
             for ts in (100..=3000).step_by(100) {
-                events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
+                events.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [0; 2]));
             }
             (events, w.pending(BoardId::A))
         };
@@ -707,7 +709,7 @@ mod tests {
         assert_eq!(w.pending(BoardId::A), 1);
         let mut events = Vec::new();
         for ts in (300..=3000).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [0; 2]));
         }
         assert!(
             matches!(
@@ -745,7 +747,7 @@ mod tests {
                 .step_by(100)
                 .flat_map(|ts| {
                     let r = if ts == 0 { &queen } else { &r };
-                    w.on_reading(BoardId::A, ts, r, &t, [0; 2])
+                    w.on_reading(BoardId::A, ts, r, [true; 2], &t, [0; 2])
                 })
                 .collect();
             assert_eq!(events.len(), alerts, "{out_of_view:?}: {events:?}");
@@ -768,7 +770,7 @@ mod tests {
         w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
         let mut events = Vec::new();
         for ts in (0..=5000).step_by(100) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [0; 2]));
         }
         // Once, and not also as a hidden piece; it stays pending until it shows up.
         assert!(
@@ -785,7 +787,7 @@ mod tests {
         assert_eq!(w.pending(BoardId::A), 1);
         for ts in (5100..=5500).step_by(100) {
             assert!(
-                w.on_reading(BoardId::A, ts, &reading(1), &t, [0; 2])
+                w.on_reading(BoardId::A, ts, &reading(1), [true; 2], &t, [0; 2])
                     .is_empty()
             );
         }
@@ -802,13 +804,27 @@ mod tests {
         let mut w = PocketWatcher::new(1000);
         w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
         assert!(
-            w.on_reading(BoardId::A, 3000, &reading(0), &t, white_undecided)
-                .is_empty()
+            w.on_reading(
+                BoardId::A,
+                3000,
+                &reading(0),
+                [true; 2],
+                &t,
+                white_undecided
+            )
+            .is_empty()
         );
         // A second reading that still shows it short confirms the shortfall.
         assert!(matches!(
-            w.on_reading(BoardId::A, 3600, &reading(0), &t, white_undecided)
-                .as_slice(),
+            w.on_reading(
+                BoardId::A,
+                3600,
+                &reading(0),
+                [true; 2],
+                &t,
+                white_undecided
+            )
+            .as_slice(),
             [EventBody::HandoverMissing { captured_ts: 0, .. }]
         ));
         // With nothing undecided, or only Black's moves, the same: a hand-over is alerted on
@@ -817,7 +833,7 @@ mod tests {
             let mut w = PocketWatcher::new(1000);
             w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
             let mut alerts = |ts| {
-                w.on_reading(BoardId::A, ts, &reading(0), &t, undecided)
+                w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, undecided)
                     .len()
             };
             assert_eq!((alerts(3000), alerts(3600)), (0, 1));
@@ -827,12 +843,26 @@ mod tests {
         let mut w = PocketWatcher::new(1000);
         let mut events = Vec::new();
         for (ts, visible) in [(0, 0), (400, 1), (3000, 0)] {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(visible), &t, white_undecided));
+            events.extend(w.on_reading(
+                BoardId::A,
+                ts,
+                &reading(visible),
+                [true; 2],
+                &t,
+                white_undecided,
+            ));
         }
         assert!(events.is_empty(), "{events:?}");
         assert!(matches!(
-            w.on_reading(BoardId::A, 3400, &reading(0), &t, white_undecided)
-                .as_slice(),
+            w.on_reading(
+                BoardId::A,
+                3400,
+                &reading(0),
+                [true; 2],
+                &t,
+                white_undecided
+            )
+            .as_slice(),
             [EventBody::HiddenPocket { .. }]
         ));
     }
@@ -846,14 +876,14 @@ mod tests {
         let t = table_with_white_knight_in_a_pocket();
         let mut w = PocketWatcher::new(1000);
         for ts in [0, 200, 400] {
-            w.on_reading(BoardId::A, ts, &reading(1), &before, [0; 2]);
+            w.on_reading(BoardId::A, ts, &reading(1), [true; 2], &before, [0; 2]);
         }
         w.on_capture(BoardId::B, WHITE_KNIGHT, 500);
-        w.on_reading(BoardId::A, 600, &reading(1), &t, [0; 2]);
+        w.on_reading(BoardId::A, 600, &reading(1), [true; 2], &t, [0; 2]);
         assert_eq!(w.pending(BoardId::A), 0);
         let mut events = Vec::new();
         for ts in (2000..=2600).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &reading(0), &t, [1, 0]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [1, 0]));
         }
         assert!(events.is_empty(), "{events:?}");
     }
@@ -876,7 +906,7 @@ mod tests {
                 800..1500 => (&two, 0),
                 _ => (&two, 1),
             };
-            events.extend(w.on_reading(BoardId::A, ts, &reading(visible), t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &reading(visible), [true; 2], t, [0; 2]));
         }
         assert!(
             matches!(
@@ -900,7 +930,7 @@ mod tests {
         let mut events = Vec::new();
         for ts in (0..=3000).step_by(100) {
             let r = if ts < 600 { reading(0) } else { reading(1) };
-            events.extend(w.on_reading(BoardId::A, ts, &r, &t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &r, [true; 2], &t, [0; 2]));
         }
         assert!(events.is_empty(), "{events:?}");
         assert_eq!(w.pending(BoardId::A), 0);
@@ -942,7 +972,7 @@ mod tests {
                 }
                 let t = if ts < 8000 { &before } else { &after };
                 let r = if arrived { zone(ts) } else { zone(0) };
-                events.extend(w.on_reading(BoardId::A, ts, &r, t, [0; 2]));
+                events.extend(w.on_reading(BoardId::A, ts, &r, [true; 2], t, [0; 2]));
                 if ts == 8000 {
                     assert!(events.is_empty(), "alerted at the commit: {events:?}");
                 }
@@ -987,7 +1017,7 @@ mod tests {
                     *block = [200; 3];
                 }
             }
-            events.extend(w.on_reading(BoardId::A, ts, &r, t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &r, [true; 2], t, [0; 2]));
         }
         assert!(events.is_empty(), "{events:?}");
         assert_eq!(w.pending(BoardId::A), 0);
@@ -999,11 +1029,18 @@ mod tests {
         let mut w = PocketWatcher::new(1000).with_looks(10.0);
         let mut events = Vec::new();
         for ts in (0..=200).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &Table::new(), [0; 2]));
+            events.extend(w.on_reading(
+                BoardId::A,
+                ts,
+                &looking(0, 60),
+                [true; 2],
+                &Table::new(),
+                [0; 2],
+            ));
         }
         w.on_capture(BoardId::B, WHITE_KNIGHT, 2400);
         for ts in (2400..=5000).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &after, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), [true; 2], &after, [0; 2]));
         }
         assert!(
             matches!(events.as_slice(), [EventBody::HandoverMissing { .. }]),
@@ -1017,11 +1054,11 @@ mod tests {
             *block = [210; 3];
         }
         for ts in (5200..=6000).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &with_knight, &after, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &with_knight, [true; 2], &after, [0; 2]));
         }
         assert_eq!(w.pending(BoardId::A), 0);
         for ts in (6200..=8000).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), &after, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), [true; 2], &after, [0; 2]));
         }
         assert!(one_hidden(&events, 1, 0), "{events:?}");
     }
@@ -1034,10 +1071,10 @@ mod tests {
         // Seen once with the knight, then the reader loses it while the pixels stay put (a
         // little global light change included).
         for ts in (0..=400).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(1, 120), &t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(1, 120), [true; 2], &t, [0; 2]));
         }
         for ts in (600..=6000).step_by(200) {
-            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 126), &t, [0; 2]));
+            events.extend(w.on_reading(BoardId::A, ts, &looking(0, 126), [true; 2], &t, [0; 2]));
         }
         assert!(events.is_empty(), "{events:?}");
         // Without looks the same readings are an alert.
@@ -1046,7 +1083,9 @@ mod tests {
             .step_by(200)
             .map(|ts| {
                 let r = reading(if ts <= 400 { 1 } else { 0 });
-                plain.on_reading(BoardId::A, ts, &r, &t, [0; 2]).len()
+                plain
+                    .on_reading(BoardId::A, ts, &r, [true; 2], &t, [0; 2])
+                    .len()
             })
             .sum();
         assert_eq!(n, 1);

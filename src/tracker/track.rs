@@ -589,12 +589,18 @@ impl Tracker {
         let calm = obs.motion < self.cfg.motion_threshold;
         let mut events = Vec::new();
         self.note_press_view(obs);
-        if calm && let Some(reading) = &obs.pockets {
+        let zones_calm = obs.pockets.map(|r| r.calm.unwrap_or([calm; 2]));
+        if let Some(reading) = &obs.pockets
+            && let Some(zones_calm) = zones_calm.filter(|z| z.contains(&true))
+        {
             let bt = &mut self.boards[b.index()];
-            if bt.pockets.len() == POCKET_READINGS {
-                bt.pockets.pop_front();
+            // The decoder weighs drops with readings of a calm board only.
+            if calm {
+                if bt.pockets.len() == POCKET_READINGS {
+                    bt.pockets.pop_front();
+                }
+                bt.pockets.push_back(*reading);
             }
-            bt.pockets.push_back(*reading);
             // Pressed moves not yet committed (the first pending press is the side to move's,
             // the next the other's, and so on) may be drops the pocket already shows: the
             // engine lags behind them.
@@ -603,9 +609,14 @@ impl Tracker {
                 let n = bt.presses().min(u32::from(u8::MAX)) as u8;
                 std::array::from_fn(|c| if c == to_move { n.div_ceil(2) } else { n / 2 })
             };
-            let alerts =
-                self.pockets
-                    .on_reading(b, obs.ts, reading, self.referee.table(), undecided);
+            let alerts = self.pockets.on_reading(
+                b,
+                obs.ts,
+                reading,
+                zones_calm,
+                self.referee.table(),
+                undecided,
+            );
             for body in alerts {
                 events.push(self.event(obs.ts, Some(b), body));
             }
@@ -2737,6 +2748,46 @@ mod tests {
         r.counts[color][role.index()] = count;
         o.pockets = Some(r);
         o
+    }
+
+    /// Board A's White holds a knight the reader shows in half a second of calm views; then a
+    /// hand stays over the board for five and a half seconds and the zone shows no knight.
+    /// `zone_calm` is what the readings say of the zones' own motion. Returns the pocket alerts.
+    fn knight_gone_under_a_busy_board(zone_calm: Option<[bool; 2]>) -> Vec<Event> {
+        let fen = "4k3/8/8/8/8/8/8/4K3[N] w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
+        let mut t = tracker(RuleSet::fics(), Some(fen));
+        let pos = t.table().board(BoardId::A).clone();
+        let mut ev = Vec::new();
+        for i in 0..60u64 {
+            let (motion, knights) = if i < 5 { (0.0, 1) } else { (1.0, 0) };
+            let o = Observation::exact(BoardId::A, i * 100, &pos, motion);
+            let mut o = with_pocket(o, (0, Role::Knight), knights);
+            if let Some(r) = &mut o.pockets {
+                r.calm = zone_calm;
+            }
+            ev.extend(t.observe(&o));
+        }
+        ev.retain(|e| {
+            matches!(
+                e.body,
+                EventBody::HiddenPocket { .. } | EventBody::HandoverMissing { .. }
+            )
+        });
+        ev
+    }
+
+    #[test]
+    fn a_pocket_zone_clear_of_the_hand_over_its_board_is_still_read() {
+        let alerts = knight_gone_under_a_busy_board(Some([true; 2]));
+        assert!(
+            matches!(alerts.as_slice(), [e] if matches!(&e.body,
+                EventBody::HiddenPocket { piece, held: 1, visible: 0, .. } if piece == "N")),
+            "{alerts:?}"
+        );
+        // Without the zones' own motion a zone is read only while its board is calm.
+        assert!(knight_gone_under_a_busy_board(None).is_empty());
+        // Nor is a zone read while a hand is in it.
+        assert!(knight_gone_under_a_busy_board(Some([false, true])).is_empty());
     }
 
     #[test]

@@ -54,6 +54,11 @@ pub struct MotionConfig {
     pub settle_frames: u32,
     /// Calm time after which the background is renewed even with a large difference (ms).
     pub absorb_ms: u64,
+    /// Judge each pocket zone on its own as well (`TableMotion::pockets`), so that a zone clear
+    /// of a hand over its board can be read. Off: a zone is calm exactly when its board is
+    /// (with the ONNX pocket reader the extra readings raised more false pocket alerts than
+    /// they found incidents; `docs/tracker.md`).
+    pub pocket_zones: bool,
 }
 
 impl Default for MotionConfig {
@@ -69,6 +74,7 @@ impl Default for MotionConfig {
             calm_fraction: 0.004,
             settle_frames: 2,
             absorb_ms: 700,
+            pocket_zones: false,
         }
     }
 }
@@ -93,7 +99,22 @@ pub struct MotionCues {
     pub score: f32,
 }
 
-/// One board's watched cells: per cell, the byte offsets of its sampled pixels.
+/// Motion in one frame, per board and per pocket zone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct TableMotion {
+    /// Per board: its playing area and both its pocket zones (a hand anywhere there).
+    pub boards: [MotionCues; 2],
+    /// Per board and colour (White, Black): the pocket zone alone, lifted by the pieces'
+    /// height ([`MotionConfig::pocket_zones`]). A hand over the board but clear of a zone
+    /// leaves that zone readable. With `pocket_zones` off, or for a zone too small in the frame
+    /// to judge on its own, the board's cues.
+    pub pockets: [[MotionCues; 2]; 2],
+}
+
+/// Cells a pocket zone needs to be judged on its own.
+const MIN_ZONE_CELLS: usize = 6;
+
+/// One watched region's cells: per cell, the byte offsets of its sampled pixels.
 #[derive(Clone, Debug)]
 struct Region {
     cells: Vec<Vec<u32>>,
@@ -113,6 +134,9 @@ pub struct MotionDetector {
     width: u32,
     height: u32,
     regions: [Region; 2],
+    /// Per board and colour, the pocket zone alone (None: not judged on its own, or too few
+    /// cells in the frame; the zone then moves with its board).
+    zones: [[Option<Region>; 2]; 2],
     luma: Vec<f32>,
 }
 
@@ -184,66 +208,37 @@ impl MotionDetector {
             ));
         }
         let (w, h) = (cal.width, cal.height);
+        let mut zones: [[Option<Region>; 2]; 2] = Default::default();
         let regions = [0, 1].map(|b| {
             let board = &cal.boards[b];
             let c = &board.corners;
             let square =
                 (dist(c[0], c[1]) + dist(c[1], c[2]) + dist(c[2], c[3]) + dist(c[3], c[0])) / 32.0;
             let lift = cfg.piece_height * square;
-            let mut pts: Vec<Point> = Vec::new();
-            for p in c.iter().chain(board.pockets.iter().flatten()) {
-                pts.push(*p);
-                pts.push([p[0], p[1] - lift]);
-            }
-            let poly = hull(pts);
+            let lifted = |points: &[Point]| {
+                hull(
+                    points
+                        .iter()
+                        .flat_map(|p| [*p, [p[0], p[1] - lift]])
+                        .collect(),
+                )
+            };
             // Small images: keep cells big enough that sensor noise averages out.
             let cell = (square / cfg.cells_per_square).max(6.0);
-            let (mut x0, mut y0, mut x1, mut y1) = (f64::MAX, f64::MAX, f64::MIN, f64::MIN);
-            for p in &poly {
-                x0 = x0.min(p[0]);
-                y0 = y0.min(p[1]);
-                x1 = x1.max(p[0]);
-                y1 = y1.max(p[1]);
-            }
-            let x0 = x0.max(0.0);
-            let y0 = y0.max(0.0);
-            let x1 = x1.min(w as f64);
-            let y1 = y1.min(h as f64);
-            let mut cells = Vec::new();
             let step = (cell / cfg.samples_per_cell as f64).max(1.0);
-            let mut cy = y0;
-            while cy + cell <= y1 + 0.5 * cell {
-                let mut cx = x0;
-                while cx + cell <= x1 + 0.5 * cell {
-                    if inside(&poly, [cx + 0.5 * cell, cy + 0.5 * cell]) {
-                        let mut offs = Vec::new();
-                        let mut sy = cy + 0.5 * step;
-                        while sy < cy + cell {
-                            let mut sx = cx + 0.5 * step;
-                            while sx < cx + cell {
-                                let (px, py) = (sx as i64, sy as i64);
-                                if px >= 0 && py >= 0 && (px as u32) < w && (py as u32) < h {
-                                    offs.push((py as u32 * w + px as u32) * 3);
-                                }
-                                sx += step;
-                            }
-                            sy += step;
-                        }
-                        if !offs.is_empty() {
-                            cells.push(offs);
-                        }
-                    }
-                    cx += cell;
+            for (slot, quad) in zones[b].iter_mut().zip(&board.pockets) {
+                if !cfg.pocket_zones {
+                    break;
                 }
-                cy += cell;
+                let zone = Region::new(&lifted(quad), cell, step, w, h);
+                *slot = (zone.cells.len() >= MIN_ZONE_CELLS).then_some(zone);
             }
-            Region {
-                cells,
-                prev: None,
-                background: None,
-                calm_run: 0,
-                calm_since: None,
-            }
+            let area: Vec<Point> = c
+                .iter()
+                .chain(board.pockets.iter().flatten())
+                .copied()
+                .collect();
+            Region::new(&lifted(&area), cell, step, w, h)
         });
         if regions.iter().any(|r| r.cells.len() < 16) {
             return Err(MotionError::Invalid(
@@ -255,6 +250,7 @@ impl MotionDetector {
             width: w,
             height: h,
             regions,
+            zones,
             luma: Vec::new(),
         })
     }
@@ -264,8 +260,9 @@ impl MotionDetector {
         [self.regions[0].cells.len(), self.regions[1].cells.len()]
     }
 
-    /// Scores the next frame (taken at `ts` ms): per board, how much is moving or covering it.
-    pub fn update(&mut self, frame: &RgbImage, ts: u64) -> Result<[MotionCues; 2], MotionError> {
+    /// Scores the next frame (taken at `ts` ms): per board and per pocket zone, how much is
+    /// moving or covering it.
+    pub fn update(&mut self, frame: &RgbImage, ts: u64) -> Result<TableMotion, MotionError> {
         if frame.width() != self.width || frame.height() != self.height {
             return Err(MotionError::Calibration(CalibrationError::ImageSize {
                 got_w: frame.width(),
@@ -275,59 +272,123 @@ impl MotionDetector {
             }));
         }
         let raw = frame.as_raw();
-        let mut out = [MotionCues::default(); 2];
-        for (b, region) in self.regions.iter_mut().enumerate() {
-            self.luma.clear();
-            for offs in &region.cells {
-                let mut sum = 0u32;
-                for &o in offs {
-                    let o = o as usize;
-                    sum += 77 * raw[o] as u32 + 150 * raw[o + 1] as u32 + 29 * raw[o + 2] as u32;
-                }
-                self.luma.push(sum as f32 / (256.0 * offs.len() as f32));
-            }
-            let thr = self.cfg.cell_threshold;
-            let frame_frac = region
-                .prev
-                .as_ref()
-                .map_or(0.0, |p| changed_fraction(&self.luma, p, thr));
-            let bg_frac = region
-                .background
-                .as_ref()
-                .map_or(0.0, |p| changed_fraction(&self.luma, p, thr));
-            let calm = frame_frac <= self.cfg.calm_fraction;
-            if calm {
-                region.calm_run += 1;
-                region.calm_since.get_or_insert(ts);
-            } else {
-                region.calm_run = 0;
-                region.calm_since = None;
-            }
-            let settled = region.calm_run >= self.cfg.settle_frames
-                && (bg_frac < self.cfg.hand_fraction
-                    || region
-                        .calm_since
-                        .is_some_and(|t| ts.saturating_sub(t) >= self.cfg.absorb_ms));
-            if region.background.is_none() || settled {
-                region.background = Some(self.luma.clone());
-            }
-            let bg_term = if bg_frac >= self.cfg.hand_fraction && !settled {
-                self.cfg.hand_score * bg_frac / self.cfg.hand_fraction
-            } else {
-                0.0
-            };
-            let score = squash((frame_frac / self.cfg.frame_full).max(bg_term));
-            out[b] = MotionCues {
-                frame: frame_frac,
-                background: bg_frac,
-                score,
-            };
-            match &mut region.prev {
-                Some(p) => p.copy_from_slice(&self.luma),
-                None => region.prev = Some(self.luma.clone()),
+        let mut out = TableMotion::default();
+        for b in 0..2 {
+            let board = self.regions[b].cues(raw, ts, &self.cfg, &mut self.luma);
+            out.boards[b] = board;
+            for (c, zone) in self.zones[b].iter_mut().enumerate() {
+                out.pockets[b][c] = match zone {
+                    Some(z) => z.cues(raw, ts, &self.cfg, &mut self.luma),
+                    None => board,
+                };
             }
         }
         Ok(out)
+    }
+}
+
+impl Region {
+    /// The cells of `poly` (convex), `cell` pixels wide, sampled every `step` pixels, clipped to
+    /// a `w` × `h` frame.
+    fn new(poly: &[Point], cell: f64, step: f64, w: u32, h: u32) -> Region {
+        let (mut x0, mut y0, mut x1, mut y1) = (f64::MAX, f64::MAX, f64::MIN, f64::MIN);
+        for p in poly {
+            x0 = x0.min(p[0]);
+            y0 = y0.min(p[1]);
+            x1 = x1.max(p[0]);
+            y1 = y1.max(p[1]);
+        }
+        let x0 = x0.max(0.0);
+        let y0 = y0.max(0.0);
+        let x1 = x1.min(w as f64);
+        let y1 = y1.min(h as f64);
+        let mut cells = Vec::new();
+        let mut cy = y0;
+        while cy + cell <= y1 + 0.5 * cell {
+            let mut cx = x0;
+            while cx + cell <= x1 + 0.5 * cell {
+                if inside(poly, [cx + 0.5 * cell, cy + 0.5 * cell]) {
+                    let mut offs = Vec::new();
+                    let mut sy = cy + 0.5 * step;
+                    while sy < cy + cell {
+                        let mut sx = cx + 0.5 * step;
+                        while sx < cx + cell {
+                            let (px, py) = (sx as i64, sy as i64);
+                            if px >= 0 && py >= 0 && (px as u32) < w && (py as u32) < h {
+                                offs.push((py as u32 * w + px as u32) * 3);
+                            }
+                            sx += step;
+                        }
+                        sy += step;
+                    }
+                    if !offs.is_empty() {
+                        cells.push(offs);
+                    }
+                }
+                cx += cell;
+            }
+            cy += cell;
+        }
+        Region {
+            cells,
+            prev: None,
+            background: None,
+            calm_run: 0,
+            calm_since: None,
+        }
+    }
+
+    /// Scores this region in the next frame (`raw` RGB bytes) and renews its references;
+    /// `luma` is scratch space.
+    fn cues(&mut self, raw: &[u8], ts: u64, cfg: &MotionConfig, luma: &mut Vec<f32>) -> MotionCues {
+        luma.clear();
+        for offs in &self.cells {
+            let mut sum = 0u32;
+            for &o in offs {
+                let o = o as usize;
+                sum += 77 * raw[o] as u32 + 150 * raw[o + 1] as u32 + 29 * raw[o + 2] as u32;
+            }
+            luma.push(sum as f32 / (256.0 * offs.len() as f32));
+        }
+        let thr = cfg.cell_threshold;
+        let frame_frac = self
+            .prev
+            .as_ref()
+            .map_or(0.0, |p| changed_fraction(luma, p, thr));
+        let bg_frac = self
+            .background
+            .as_ref()
+            .map_or(0.0, |p| changed_fraction(luma, p, thr));
+        let calm = frame_frac <= cfg.calm_fraction;
+        if calm {
+            self.calm_run += 1;
+            self.calm_since.get_or_insert(ts);
+        } else {
+            self.calm_run = 0;
+            self.calm_since = None;
+        }
+        let settled = self.calm_run >= cfg.settle_frames
+            && (bg_frac < cfg.hand_fraction
+                || self
+                    .calm_since
+                    .is_some_and(|t| ts.saturating_sub(t) >= cfg.absorb_ms));
+        if self.background.is_none() || settled {
+            self.background = Some(luma.clone());
+        }
+        let bg_term = if bg_frac >= cfg.hand_fraction && !settled {
+            cfg.hand_score * bg_frac / cfg.hand_fraction
+        } else {
+            0.0
+        };
+        match &mut self.prev {
+            Some(p) => p.copy_from_slice(luma),
+            None => self.prev = Some(luma.clone()),
+        }
+        MotionCues {
+            frame: frame_frac,
+            background: bg_frac,
+            score: squash((frame_frac / cfg.frame_full).max(bg_term)),
+        }
     }
 }
 
@@ -443,29 +504,72 @@ mod tests {
         let mut ts = 0;
         for i in 0..6u32 {
             let gain = if i % 2 == 0 { 1.0 } else { 1.12 };
-            let s = det.update(&frame(i, 6, gain), ts).unwrap();
+            let s = det.update(&frame(i, 6, gain), ts).unwrap().boards;
             assert!(s[0].score < 0.3 && s[1].score < 0.3, "frame {i}: {s:?}");
             ts += 100;
         }
         // A hand and forearm reaching over board A (left) from the near edge.
         let mut img = frame(7, 6, 1.0);
         paint_hand(&mut img, 70, 100, 165, 260);
-        let s = det.update(&img, ts).unwrap();
+        let s = det.update(&img, ts).unwrap().boards;
         assert!(s[0].score >= 0.3, "{s:?}");
         assert!(s[1].score < 0.3, "{s:?}");
         // The hand stands still: frame difference calm, background difference still large.
         ts += 100;
         let mut img = frame(8, 6, 1.0);
         paint_hand(&mut img, 70, 100, 165, 260);
-        let s = det.update(&img, ts).unwrap();
+        let s = det.update(&img, ts).unwrap().boards;
         assert!(s[0].frame < 0.01, "{s:?}");
         assert!(s[0].score >= 0.3, "a resting hand is not calm: {s:?}");
         // Gone again: calm after the frame that shows it leaving.
         ts += 100;
         det.update(&frame(9, 6, 1.0), ts).unwrap();
         ts += 100;
-        let s = det.update(&frame(10, 6, 1.0), ts).unwrap();
+        let s = det.update(&frame(10, 6, 1.0), ts).unwrap().boards;
         assert!(s[0].score < 0.3, "{s:?}");
+    }
+
+    #[test]
+    fn a_pocket_zone_is_judged_on_its_own() {
+        // Board A's zones lie left of its a-file: White's at x < 37, y 262..371, Black's at
+        // y 49..158 (the default layout for these corners).
+        let cal = cal();
+        let cfg = MotionConfig {
+            pocket_zones: true,
+            ..MotionConfig::default()
+        };
+        let mut det = MotionDetector::new(&cal, &cfg).unwrap();
+        let mut off = MotionDetector::new(&cal, &MotionConfig::default()).unwrap();
+        let mut ts = 0;
+        for i in 0..3u32 {
+            det.update(&frame(i, 6, 1.0), ts).unwrap();
+            off.update(&frame(i, 6, 1.0), ts).unwrap();
+            ts += 100;
+        }
+        // A hand over the middle of board A, clear of its zones: the board moves, they do not.
+        let mut img = frame(3, 6, 1.0);
+        paint_hand(&mut img, 130, 150, 100, 180);
+        let m = det.update(&img, ts).unwrap();
+        assert!(m.boards[0].score >= 0.3, "{m:?}");
+        assert!(m.pockets[0].iter().all(|z| z.score < 0.3), "{m:?}");
+        // Not judged on their own, the zones move with their board.
+        let m = off.update(&img, ts).unwrap();
+        assert_eq!(m.pockets, m.boards.map(|b| [b; 2]));
+        // Gone; then a hand in White's zone of board A: that zone moves, Black's does not.
+        for i in 4..7u32 {
+            ts += 100;
+            det.update(&frame(i, 6, 1.0), ts).unwrap();
+        }
+        ts += 100;
+        let mut img = frame(7, 6, 1.0);
+        paint_hand(&mut img, 0, 270, 37, 90);
+        let m = det.update(&img, ts).unwrap();
+        assert!(m.pockets[0][0].score >= 0.3, "{m:?}");
+        assert!(m.pockets[0][1].score < 0.3, "{m:?}");
+        assert!(
+            m.boards[0].score >= 0.3,
+            "a zone belongs to its board's region: {m:?}"
+        );
     }
 
     #[test]
@@ -480,7 +584,7 @@ mod tests {
             ts += 100;
             let mut img = frame(2 + i, 8, 1.0);
             paint_hand(&mut img, 150, 200, 30, 40);
-            scores.push(det.update(&img, ts).unwrap()[0].score);
+            scores.push(det.update(&img, ts).unwrap().boards[0].score);
         }
         assert!(scores[0] >= 0.3, "{scores:?}");
         assert!(scores[2] < 0.3 && scores[3] < 0.3, "{scores:?}");

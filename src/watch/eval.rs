@@ -716,6 +716,8 @@ pub struct MotionTraceRow {
     pub hand: [bool; 2],
     pub over_board: [bool; 2],
     pub cues: [crate::vision::motion::MotionCues; 2],
+    /// Per board and colour, the pocket zone's own cues.
+    pub pockets: [[crate::vision::motion::MotionCues; 2]; 2],
 }
 
 /// Runs only the motion detector over a simulated game and compares with the truth's hands.
@@ -750,7 +752,8 @@ pub fn eval_motion(
     for f in &game.frames {
         let img = load_frame(&f.path)?;
         let t = Instant::now();
-        let cues = det.update(&img, f.ts)?;
+        let motion = det.update(&img, f.ts)?;
+        let cues = motion.boards;
         times.push(t.elapsed().as_secs_f64() * 1000.0);
         out.frames += 1;
         let Some(truth) = game.truth_at(f.ts) else {
@@ -761,6 +764,7 @@ pub fn eval_motion(
             hand: truth.hands,
             over_board: [false; 2],
             cues,
+            pockets: motion.pockets,
         };
         for b in 0..2 {
             let calm = cues[b].score < threshold;

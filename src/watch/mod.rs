@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{BoardId, Color, Position, Table};
 use crate::rules::{Event, EventBody};
 use crate::tracker::{Observation, PocketReading, SquareClass, SquareLook, Tracker, TrackerConfig};
-use crate::vision::motion::{MotionConfig, MotionCues, MotionDetector, MotionError};
+use crate::vision::motion::{MotionConfig, MotionCues, MotionDetector, MotionError, TableMotion};
 use crate::vision::{Calibration, OcclusionMap};
 
 pub use drift::{CalibrationWatch, DriftConfig, DriftReport};
@@ -464,7 +464,10 @@ impl Watcher {
         ts: u64,
     ) -> Result<(Vec<Event>, FrameStats), WatchError> {
         let t0 = std::time::Instant::now();
-        let motion = self.motion.update(frame, ts)?;
+        let TableMotion {
+            boards: motion,
+            pockets: zone_motion,
+        } = self.motion.update(frame, ts)?;
         let t1 = std::time::Instant::now();
         let threshold = self.tracker.config().motion_threshold;
         let calm = [motion[0].score < threshold, motion[1].score < threshold];
@@ -516,6 +519,7 @@ impl Watcher {
                     let out = self.pockets_out_of_view[i];
                     PocketReading {
                         out_of_view: [0, 1].map(|c| p[i].out_of_view[c] || out[c]),
+                        calm: Some(zone_motion[i].map(|m| m.score < threshold)),
                         ..p[i]
                     }
                 }),
