@@ -274,6 +274,7 @@ pub fn edge_samples_with_support(
         ((cells[0][0]..cells[0][1]).contains(&f) && (cells[1][0]..cells[1][1]).contains(&r))
             .then(|| levels[(f + r).rem_euclid(2) as usize])
     };
+    let max_len = lin.width.max(lin.height) as f64 / 4.0;
     let mut out = Vec::new();
     for axis in 0..2 {
         let other = 1 - axis;
@@ -302,7 +303,10 @@ pub fn edge_samples_with_support(
                 };
                 let (a0, a1) = (at(seg as f64, 0.0), at(seg as f64 + 1.0, 0.0));
                 let len = ((a1[0] - a0[0]).powi(2) + (a1[1] - a0[1]).powi(2)).sqrt();
-                if !len.is_finite() || len < 4.0 {
+                // A square edge longer than a quarter of the frame belongs to no board that
+                // fits in it (a placement far beyond a small lattice maps there; sampling it
+                // pixel by pixel would take minutes).
+                if !len.is_finite() || len < 4.0 || len > max_len {
                     continue;
                 }
                 // One sample per pixel of the segment, away from the X-junctions at its ends.
@@ -770,6 +774,28 @@ mod tests {
         let empty = render_with_pieces(&h, 400, 300, &[]);
         let none = start_position_agreement(&empty, &h, &lens, &xcorners).unwrap();
         assert!(none < 0.6, "an empty board agrees {none}");
+    }
+
+    #[test]
+    fn squares_larger_than_a_quarter_of_the_frame_give_no_samples() {
+        // A placement three times the true board's size (the kind that lies far beyond a small
+        // lattice): its lines 0, 1, 2 are the true lines 0, 3, 6, real edges between squares of
+        // the colours it expects, but its squares (105 px or more) are larger than a quarter
+        // of the 360 px frame, so no board that fits in the frame has them.
+        let truth = [[10.0, 290.0], [350.0, 290.0], [350.0, 10.0], [10.0, 10.0]];
+        let h = Homography::from_board_corners(&truth).unwrap();
+        let lin = render(&h, 360, 300);
+        let lens = Lens {
+            centre: [179.5, 149.5],
+            kappa: 0.0,
+        };
+        let big = h.then_after(&Homography([3.0, 0.0, 0.0, 0.0, 3.0, 0.0, 0.0, 0.0, 1.0]));
+        // Its squares 0..2 on both axes (the true 0..6) lie inside the frame.
+        let inside: Cells = [[0, 2], [0, 2]];
+        assert!(edge_samples(&lin, &big, &lens, &inside, true, &[]).is_empty());
+        // The true placement has samples there, so the image does show those edges.
+        let true_inside: Cells = [[0, 6], [0, 6]];
+        assert!(edge_samples(&lin, &h, &lens, &true_inside, true, &[]).len() > 300);
     }
 
     #[test]
