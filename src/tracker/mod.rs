@@ -141,7 +141,7 @@ impl SquareClass {
 
 /// Pocket contents of one board as read by the pocket reader: counts per colour (White, Black)
 /// and droppable role (`P N B R Q`, [`Role::POCKET`] order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct PocketReading {
     pub counts: [[u8; 5]; 2],
     /// What White's and Black's zone looked like ([`PocketLook`]), from readers that cut the
@@ -159,6 +159,10 @@ pub struct PocketReading {
     /// as calm exactly when its board does.
     #[serde(default)]
     pub calm: Option<[bool; 2]>,
+    /// Per zone, how sure the reader is of its whole count (the least certain role's
+    /// probability), from readers that know (`None`: sure).
+    #[serde(default)]
+    pub confidence: Option<[f32; 2]>,
 }
 
 impl PocketReading {
@@ -402,6 +406,10 @@ pub struct TrackerConfig {
     /// (`docs/tracker.md`, Pockets). Off, such a player is alerted on only after two calm
     /// readings in a row show his pocket short.
     pub pocket_excuse_undecided: bool,
+    /// A pocket zone read with less confidence than this ([`PocketReading::confidence`]) is
+    /// left out of the pocket alerts' readings, as a zone under a hand is. 0: every reading
+    /// counts.
+    pub pocket_min_confidence: f32,
     /// A pocket zone whose look ([`PocketReading::looks`]) moved by more than this many grey
     /// levels in some block since before a capture received the hand-over, whatever the pocket
     /// reader counts; one that looks as it did when its content was last known hides nothing.
@@ -513,6 +521,7 @@ impl Default for TrackerConfig {
             desync_grace_ms: 1000,
             pocket_grace_ms: 3000,
             pocket_excuse_undecided: false,
+            pocket_min_confidence: 0.0,
             pocket_look_levels: 10.0,
             max_moves_per_observation: 12,
             beam_width: 48,
@@ -576,6 +585,9 @@ impl TrackerConfig {
             return bad(
                 "pocket_look_levels must be a non-negative number of grey levels (0 = off)",
             );
+        }
+        if !(0.0..=1.0).contains(&self.pocket_min_confidence) {
+            return bad("pocket_min_confidence must be a probability in [0, 1] (0 = off)");
         }
         if !(self.pocket_confirm_nats.is_finite() && self.pocket_confirm_nats >= 0.0) {
             return bad("pocket_confirm_nats must be a non-negative number (0 = off)");

@@ -242,8 +242,9 @@ impl PocketWatcher {
             .count()
     }
 
-    /// One reading of `board`'s pockets at `ts`, of which only the zones `calm` marks count
-    /// (a hand in or over a zone hides what it holds); returns the alerts it completes.
+    /// One reading of `board`'s pockets at `ts`, of which only the zones `readable` marks count
+    /// (a hand in or over a zone hides what it holds; a reader unsure of a zone may misread
+    /// it); returns the alerts it completes.
     /// `undecided` counts per colour the moves pressed but not yet committed: each may be a drop
     /// the pocket already shows. A player with undecided moves is alerted on only when
     /// [`SHORT_READINGS`] readings in a row show his pocket short; with
@@ -254,14 +255,14 @@ impl PocketWatcher {
         board: BoardId,
         ts: u64,
         reading: &PocketReading,
-        calm: [bool; 2],
+        readable: [bool; 2],
         table: &Table,
         undecided: [u8; 2],
     ) -> Vec<EventBody> {
         let mut out = Vec::new();
         for color in Color::ALL {
             // A zone the camera does not see whole shows nothing missing.
-            if !reading.in_view(color) || !calm[color.index()] {
+            if !reading.in_view(color) || !readable[color.index()] {
                 continue;
             }
             let look = reading

@@ -589,9 +589,17 @@ impl Tracker {
         let calm = obs.motion < self.cfg.motion_threshold;
         let mut events = Vec::new();
         self.note_press_view(obs);
-        let zones_calm = obs.pockets.map(|r| r.calm.unwrap_or([calm; 2]));
+        // The zones whose reading counts for the pocket alerts: calm, and read surely enough.
+        let min_confidence = self.cfg.pocket_min_confidence;
+        let readable = obs.pockets.map(|r| {
+            let calm = r.calm.unwrap_or([calm; 2]);
+            let sure = r
+                .confidence
+                .map_or([true; 2], |c| c.map(|c| c >= min_confidence));
+            [calm[0] && sure[0], calm[1] && sure[1]]
+        });
         if let Some(reading) = &obs.pockets
-            && let Some(zones_calm) = zones_calm.filter(|z| z.contains(&true))
+            && let Some(readable) = readable.filter(|z| z.contains(&true))
         {
             let bt = &mut self.boards[b.index()];
             // The decoder weighs drops with readings of a calm board only.
@@ -613,7 +621,7 @@ impl Tracker {
                 b,
                 obs.ts,
                 reading,
-                zones_calm,
+                readable,
                 self.referee.table(),
                 undecided,
             );
@@ -2754,16 +2762,29 @@ mod tests {
     /// hand stays over the board for five and a half seconds and the zone shows no knight.
     /// `zone_calm` is what the readings say of the zones' own motion. Returns the pocket alerts.
     fn knight_gone_under_a_busy_board(zone_calm: Option<[bool; 2]>) -> Vec<Event> {
+        knight_gone(TrackerConfig::default(), 1.0, zone_calm, None)
+    }
+
+    /// Board A's White holds a knight the reader shows in half a second of calm views; then the
+    /// board's motion is `motion` for five and a half seconds and the zone shows no knight, the
+    /// readings marked `zone_calm` and read with `confidence`. Returns the pocket alerts.
+    fn knight_gone(
+        cfg: TrackerConfig,
+        motion: f32,
+        zone_calm: Option<[bool; 2]>,
+        confidence: Option<[f32; 2]>,
+    ) -> Vec<Event> {
         let fen = "4k3/8/8/8/8/8/8/4K3[N] w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
-        let mut t = tracker(RuleSet::fics(), Some(fen));
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), cfg).unwrap();
         let pos = t.table().board(BoardId::A).clone();
         let mut ev = Vec::new();
         for i in 0..60u64 {
-            let (motion, knights) = if i < 5 { (0.0, 1) } else { (1.0, 0) };
+            let (motion, knights) = if i < 5 { (0.0, 1) } else { (motion, 0) };
             let o = Observation::exact(BoardId::A, i * 100, &pos, motion);
             let mut o = with_pocket(o, (0, Role::Knight), knights);
             if let Some(r) = &mut o.pockets {
                 r.calm = zone_calm;
+                r.confidence = confidence.filter(|_| i >= 5);
             }
             ev.extend(t.observe(&o));
         }
@@ -2788,6 +2809,21 @@ mod tests {
         assert!(knight_gone_under_a_busy_board(None).is_empty());
         // Nor is a zone read while a hand is in it.
         assert!(knight_gone_under_a_busy_board(Some([false, true])).is_empty());
+    }
+
+    #[test]
+    fn a_zone_read_unsurely_counts_only_as_far_as_configured() {
+        let cfg = |min| TrackerConfig {
+            pocket_min_confidence: min,
+            ..TrackerConfig::default()
+        };
+        // A calm board; the reader, 0.4 sure of White's zone, shows the knight gone.
+        let unsure = Some([0.4, 1.0]);
+        assert_eq!(knight_gone(cfg(0.0), 0.0, None, unsure).len(), 1);
+        assert!(knight_gone(cfg(0.5), 0.0, None, unsure).is_empty());
+        // Surer than the threshold, the reading counts.
+        assert_eq!(knight_gone(cfg(0.5), 0.0, None, Some([0.6, 1.0])).len(), 1);
+        assert!(cfg(1.5).validate().is_err());
     }
 
     #[test]

@@ -214,6 +214,10 @@ impl PocketCounts {
         let b = board.index() * 2;
         PocketReading {
             counts: [self.zones[b].counts, self.zones[b + 1].counts],
+            confidence: Some([
+                self.zones[b].min_confidence(),
+                self.zones[b + 1].min_confidence(),
+            ]),
             ..PocketReading::default()
         }
     }
