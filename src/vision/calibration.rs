@@ -421,6 +421,40 @@ fn same_placement(a: &Calibration, b: &Calibration) -> bool {
     })
 }
 
+/// Largest angle (degrees) between the planes of a table's two boards as found. Both lie on
+/// one table, so their planes agree up to the fit's error: at most 3.8° on 64 rendered first
+/// frames (640×360, `low-side`) placed right, where a far board's few pixels leave its horizon
+/// uncertain, and under 3° on the 50 frames of the 1280×720 sweep. The boards placed wrong
+/// among those 64 (a grid grown across the table's edge, or placed a square or more off)
+/// differ by 5.1° to 11.6°. A thin margin: a check against the worst mistakes, not a proof.
+const MAX_PLANE_ANGLE_DEG: f64 = 4.5;
+
+/// The angle (degrees) between the planes of two boards whose undistorted homographies
+/// (board → pixel) are `a` and `b` in a `width` × `height` frame, for a focal length of 0.8
+/// frame widths about the frame's centre (boards on one plane share its horizon line, so the
+/// angle is then 0 whatever the focal length). `None` for degenerate homographies.
+fn plane_angle_deg(a: &Homography, b: &Homography, width: u32, height: u32) -> Option<f64> {
+    let f = 0.8 * width as f64;
+    let (cx, cy) = ((width as f64 - 1.0) / 2.0, (height as f64 - 1.0) / 2.0);
+    let normal = |h: &Homography| -> Option<[f64; 3]> {
+        let h = &h.0;
+        // The vanishing points of the board's two line families, and the horizon through them.
+        let (p, q) = ([h[0], h[3], h[6]], [h[1], h[4], h[7]]);
+        let l = [
+            p[1] * q[2] - p[2] * q[1],
+            p[2] * q[0] - p[0] * q[2],
+            p[0] * q[1] - p[1] * q[0],
+        ];
+        // The plane's normal in camera coordinates is Kᵀ l.
+        let n = [f * l[0], f * l[1], cx * l[0] + cy * l[1] + l[2]];
+        let len = n.iter().map(|x| x * x).sum::<f64>().sqrt();
+        (len.is_finite() && len > 0.0).then(|| n.map(|x| x / len))
+    };
+    let (na, nb) = (normal(a)?, normal(b)?);
+    let cos = na.iter().zip(&nb).map(|(x, y)| x * y).sum::<f64>().abs();
+    Some(cos.min(1.0).acos().to_degrees())
+}
+
 fn centre(c: &[Point; 4]) -> Point {
     [
         c.iter().map(|p| p[0]).sum::<f64>() / 4.0,
@@ -500,6 +534,17 @@ impl Calibration {
         }
         // The two largest boards are this table's (neighbouring tables are farther away).
         let mut two: Vec<FoundBoard> = found.into_iter().take(2).collect();
+        // The fits are in the pixels of the frame as searched (enlarged `scale` times).
+        let (w, h) = frame.dimensions();
+        match plane_angle_deg(&two[0].fit.h, &two[1].fit.h, w * scale, h * scale) {
+            Some(angle) if angle <= MAX_PLANE_ANGLE_DEG => {}
+            angle => {
+                return Err(CalibrationError::NotFound(format!(
+                    "the two boards found do not lie on one table (their planes differ by {})",
+                    angle.map_or("an undefined angle".to_string(), |a| format!("{a:.1}°"))
+                )));
+            }
+        }
         let start_agreement: f64 = two.iter().filter_map(|b| b.start_agreement).sum();
         two.sort_by(|a, b| centre(&a.corners)[0].total_cmp(&centre(&b.corners)[0]));
         if !config.a_is_left {
@@ -825,6 +870,60 @@ pub fn in_pocket(q: &[Point; 4], p: Point) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The homography (board → pixel) of a board with 5 cm squares whose a1 corner stands at
+    /// `origin` (metres) on the table, its rank direction tilted up by `tilt` degrees, seen in
+    /// a 640 × 360 frame by a pinhole camera of focal `f` pixels at (0.2, −0.8, 0.6) m looking
+    /// at (0.2, 0.2, 0).
+    fn board_view(origin: [f64; 2], tilt: f64, f: f64) -> Homography {
+        let sub = |a: [f64; 3], b: [f64; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+        let cross = |a: [f64; 3], b: [f64; 3]| {
+            [
+                a[1] * b[2] - a[2] * b[1],
+                a[2] * b[0] - a[0] * b[2],
+                a[0] * b[1] - a[1] * b[0],
+            ]
+        };
+        let unit = |a: [f64; 3]| {
+            let n = (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt();
+            a.map(|x| x / n)
+        };
+        let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+        let eye = [0.2, -0.8, 0.6];
+        let ahead = unit(sub([0.2, 0.2, 0.0], eye));
+        let right = unit(cross(ahead, [0.0, 0.0, 1.0]));
+        let down = cross(ahead, right);
+        let t = tilt.to_radians();
+        let corners = [[0.0, 0.0], [8.0, 0.0], [8.0, 8.0], [0.0, 8.0]].map(|[u, v]: [f64; 2]| {
+            let w = [
+                origin[0] + 0.05 * u,
+                origin[1] + 0.05 * v * t.cos(),
+                0.05 * v * t.sin(),
+            ];
+            let c = sub(w, eye);
+            let z = dot(c, ahead);
+            [319.5 + f * dot(c, right) / z, 179.5 + f * dot(c, down) / z]
+        });
+        Homography::from_board_corners(&corners).unwrap()
+    }
+
+    #[test]
+    fn boards_on_one_table_share_its_plane_a_tilted_one_does_not() {
+        for f in [512.0, 700.0] {
+            let (a, b) = (
+                board_view([-0.2, 0.0], 0.0, f),
+                board_view([0.25, 0.0], 0.0, f),
+            );
+            let angle = plane_angle_deg(&a, &b, 640, 360).unwrap();
+            assert!(angle < 0.01, "focal {f}: {angle}°");
+        }
+        // At the focal length the measure assumes (0.8 frame widths) the angle is the tilt.
+        let a = board_view([-0.2, 0.0], 0.0, 512.0);
+        let tilted = board_view([0.25, 0.0], 10.0, 512.0);
+        let angle = plane_angle_deg(&a, &tilted, 640, 360).unwrap();
+        assert!((angle - 10.0).abs() < 0.1, "{angle}°");
+        assert!(angle > MAX_PLANE_ANGLE_DEG);
+    }
 
     fn square(x: f64, y: f64, s: f64) -> [Point; 4] {
         [[x, y + s], [x + s, y + s], [x + s, y], [x, y]]
