@@ -424,8 +424,8 @@ fn same_placement(a: &Calibration, b: &Calibration) -> bool {
 /// Largest angle (degrees) between the planes of a table's two boards as found. Both lie on
 /// one table, so their planes agree up to the fit's error: at most 3.8° on the 53 of 64
 /// rendered first frames (640×360, `low-side`) placed right, where a far board's few pixels
-/// leave its horizon uncertain, and under 3° wherever two boards were found in the 200 frames
-/// of two 1280×720 sweeps (seeds 100–124 and 200–224, four poses). The 5
+/// leave its horizon uncertain; a limit of 3° changed no result of the 200 frames of two
+/// 1280×720 sweeps (seeds 100–124 and 200–224, four poses). The 5
 /// placed wrong (a grid grown across the table's edge, or placed a square or more off)
 /// differ by 5.1° to 11.6°. A thin margin: a check against the worst mistakes, not a proof.
 const MAX_PLANE_ANGLE_DEG: f64 = 4.5;
