@@ -589,44 +589,41 @@ impl Tracker {
         let calm = obs.motion < self.cfg.motion_threshold;
         let mut events = Vec::new();
         self.note_press_view(obs);
-        // The zones whose reading counts for the pocket alerts: calm, and read surely enough.
-        let min_confidence = self.cfg.pocket_min_confidence;
-        let readable = obs.pockets.map(|r| {
-            let calm = r.calm.unwrap_or([calm; 2]);
-            let sure = r
-                .confidence
-                .map_or([true; 2], |c| c.map(|c| c >= min_confidence));
-            [calm[0] && sure[0], calm[1] && sure[1]]
-        });
-        if let Some(reading) = &obs.pockets
-            && let Some(readable) = readable.filter(|z| z.contains(&true))
-        {
+        if let Some(reading) = &obs.pockets {
+            // The decoder weighs drops with every reading of a calm board.
             let bt = &mut self.boards[b.index()];
-            // The decoder weighs drops with readings of a calm board only.
             if calm {
                 if bt.pockets.len() == POCKET_READINGS {
                     bt.pockets.pop_front();
                 }
                 bt.pockets.push_back(*reading);
             }
-            // Pressed moves not yet committed (the first pending press is the side to move's,
-            // the next the other's, and so on) may be drops the pocket already shows: the
-            // engine lags behind them.
-            let undecided = {
-                let to_move = self.referee.table().board(b).turn().index();
-                let n = bt.presses().min(u32::from(u8::MAX)) as u8;
-                std::array::from_fn(|c| if c == to_move { n.div_ceil(2) } else { n / 2 })
-            };
-            let alerts = self.pockets.on_reading(
-                b,
-                obs.ts,
-                reading,
-                readable,
-                self.referee.table(),
-                undecided,
-            );
-            for body in alerts {
-                events.push(self.event(obs.ts, Some(b), body));
+            // The pocket alerts, with the zones that are calm and read surely enough.
+            let zones_calm = reading.calm.unwrap_or([calm; 2]);
+            let sure = reading.confidence.map_or([true; 2], |c| {
+                c.map(|c| c >= self.cfg.pocket_min_confidence)
+            });
+            let readable = [zones_calm[0] && sure[0], zones_calm[1] && sure[1]];
+            if readable.contains(&true) {
+                // Pressed moves not yet committed (the first pending press is the side to
+                // move's, the next the other's, and so on) may be drops the pocket already
+                // shows: the engine lags behind them.
+                let undecided = {
+                    let to_move = self.referee.table().board(b).turn().index();
+                    let n = bt.presses().min(u32::from(u8::MAX)) as u8;
+                    std::array::from_fn(|c| if c == to_move { n.div_ceil(2) } else { n / 2 })
+                };
+                let alerts = self.pockets.on_reading(
+                    b,
+                    obs.ts,
+                    reading,
+                    readable,
+                    self.referee.table(),
+                    undecided,
+                );
+                for body in alerts {
+                    events.push(self.event(obs.ts, Some(b), body));
+                }
             }
         }
         let k = self.cfg.stable_frames;
