@@ -431,11 +431,11 @@ fn same_placement(a: &Calibration, b: &Calibration) -> bool {
 const MAX_PLANE_ANGLE_DEG: f64 = 4.5;
 
 /// The angle (degrees) between the planes of two boards whose undistorted homographies
-/// (board → pixel) are `a` and `b` in a `width` × `height` frame, for a focal length of 0.8
-/// frame widths about the frame's centre (boards on one plane share its horizon line, so the
+/// (board → pixel) are `a` and `b` in a `width` × `height` frame, for a focal length of
+/// [`detect::FOCAL_WIDTHS`] frame widths about the frame's centre (boards on one plane share its horizon line, so the
 /// angle is then 0 whatever the focal length). `None` for degenerate homographies.
 fn plane_angle_deg(a: &Homography, b: &Homography, width: u32, height: u32) -> Option<f64> {
-    let f = 0.8 * width as f64;
+    let f = detect::FOCAL_WIDTHS * width as f64;
     let (cx, cy) = ((width as f64 - 1.0) / 2.0, (height as f64 - 1.0) / 2.0);
     let normal = |h: &Homography| -> Option<[f64; 3]> {
         let h = &h.0;

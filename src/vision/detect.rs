@@ -680,6 +680,10 @@ pub struct FoundBoard {
     pub fit: lines::BoardFit,
 }
 
+/// The focal length assumed where one is needed and none is known, in frame widths (the
+/// lens estimate, the whole-line refinement and the calibration's plane check).
+pub(crate) const FOCAL_WIDTHS: f64 = 0.8;
+
 /// Weight, in lines of edge support, of a placement's agreement with a start position
 /// ([`lines::start_position_agreement`], 0..1) when the 8×8 placement of a lattice is chosen.
 /// Chosen on first frames of 640×360 `low-side` renders (not the test games); an empty
@@ -898,11 +902,11 @@ impl Lens {
     }
 
     /// The κ under which the lattices are most nearly projective (least squares residual of
-    /// per-lattice homographies), searched over k1 ∈ [−0.16, 0.06] for a focal length of 0.8
-    /// image widths: steps of 0.005, then of 0.0005 around the best.
+    /// per-lattice homographies), searched over k1 ∈ [−0.16, 0.06] for a focal length of
+    /// [`FOCAL_WIDTHS`] image widths: steps of 0.005, then of 0.0005 around the best.
     pub fn estimate(lattices: &[Lattice], width: usize, height: usize) -> Lens {
         let centre = [(width as f64 - 1.0) / 2.0, (height as f64 - 1.0) / 2.0];
-        let f2 = (0.8 * width as f64).powi(2);
+        let f2 = (FOCAL_WIDTHS * width as f64).powi(2);
         let lens = |k1: f64| Lens {
             centre,
             kappa: k1 / f2,
@@ -954,7 +958,7 @@ pub fn find_boards(g: &Gray, lin: &Gray) -> Vec<FoundBoard> {
     {
         let n = boards.len().min(2);
         let mut fits: Vec<lines::BoardFit> = boards[..n].iter().map(|b| b.fit.clone()).collect();
-        let f2 = (0.8 * g.width as f64).powi(2);
+        let f2 = (FOCAL_WIDTHS * g.width as f64).powi(2);
         let lens = lines::refine(lin, &mut fits, lens, f2);
         for (b, f) in boards.iter_mut().zip(fits) {
             if let Some(c) = corners_of(&f.h, &lens) {

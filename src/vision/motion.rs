@@ -226,12 +226,11 @@ impl MotionDetector {
             // Small images: keep cells big enough that sensor noise averages out.
             let cell = (square / cfg.cells_per_square).max(6.0);
             let step = (cell / cfg.samples_per_cell as f64).max(1.0);
-            for (slot, quad) in zones[b].iter_mut().zip(&board.pockets) {
-                if !cfg.pocket_zones {
-                    break;
+            if cfg.pocket_zones {
+                for (slot, quad) in zones[b].iter_mut().zip(&board.pockets) {
+                    let zone = Region::new(&lifted(quad), cell, step, w, h);
+                    *slot = (zone.cells.len() >= MIN_ZONE_CELLS).then_some(zone);
                 }
-                let zone = Region::new(&lifted(quad), cell, step, w, h);
-                *slot = (zone.cells.len() >= MIN_ZONE_CELLS).then_some(zone);
             }
             let area: Vec<Point> = c
                 .iter()
