@@ -51,6 +51,9 @@ def main():
     ap.add_argument("--tables", type=int, default=4, help="tables per episodic batch")
     ap.add_argument("--queries", type=int, default=48, help="query crops per table and batch")
     ap.add_argument("--aug", type=float, default=1.0, help="augmentation strength")
+    ap.add_argument("--occluded", action="store_true",
+                    help="also train on crops whose square centre a nearer object hides: at a low "
+                         "camera they are the patches a neighbour's body spills into")
     ap.add_argument("--eval", nargs="*", default=[], help="session directories to report on")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -59,11 +62,11 @@ def main():
 
     x, rows = load_patches(args.data, "squares", 64, 48)
     ok = [i for i, r in enumerate(rows) if None not in r.values() and r.get("label") in CLASSES]
-    keep = np.array([i for i in ok if rows[i]["occluded"] == "0"])
+    keep = np.array([i for i in ok if args.occluded or rows[i]["occluded"] == "0"])
     labels = np.zeros(len(rows), dtype=np.int64)
     for i in ok:
         labels[i] = CLASSES.index(rows[i]["label"])
-    print(f"{len(rows)} crops, {len(keep)} unoccluded for training; class counts "
+    print(f"{len(rows)} crops, {len(keep)} for training; class counts "
           f"{np.bincount(labels[keep], minlength=13).tolist()}", flush=True)
     # Balance: empties dominate; sample classes with weight ~ count^-0.5.
     counts = np.bincount(labels[keep], minlength=13).astype(np.float64)
@@ -238,7 +241,7 @@ def widen(narrow, wide, rng, noise):
 
 def table_episodes(rows, labels, keep):
     """Per table of episodic data: (support = its start-position crops, queries = its other
-    unoccluded crops), as index arrays into the patch array. A table whose start frame was
+    crops in `keep`), as index arrays into the patch array. A table whose start frame was
     not written (refused crops) is left out."""
     kept = np.zeros(len(rows), dtype=bool)
     kept[keep] = True
