@@ -53,6 +53,14 @@ fn eval_game_on_the_fixture_tracks_the_moves_from_frames() {
     assert_eq!(r["desyncs"], 0);
     assert!(r["latency_ms"]["samples"].as_u64().unwrap() >= 20);
     assert_eq!(r["frames"], 201);
+    // The oracle's squares match the truth they come from, in view and behind nearer pieces
+    // (it blanks only what a hand hides, and frames with a hand are not scored).
+    for kind in ["unoccluded", "occluded", "changed"] {
+        let s = &r["squares"][kind];
+        assert!(s["rows"].as_u64().unwrap() > 0, "{s}");
+        assert_eq!(s["accuracy"], 1.0, "{kind}: {s}");
+        assert_eq!(s["confident_errors"], 0.0, "{kind}: {s}");
+    }
     // The decision trace: one JSON object per decision; every committed move comes from a
     // decision that passed the commit rules.
     let text = std::fs::read_to_string(&trace).unwrap();

@@ -219,16 +219,25 @@ fn load_patch(path: &Path, w: u32, h: u32, out: &mut Vec<u8>) -> Result<(), Eval
     Ok(())
 }
 
-/// Right and total per class, and the confusion counts (`confusion[truth][predicted]`).
+/// Floor of a probability before its log in [`SquaresReport::log_loss`] (the tracker's default
+/// `probability_floor`): one hopeless reading costs at most 13.8 nats.
+const LOSS_FLOOR: f32 = 1e-6;
+/// A reading at least this sure of its class is a confident one ([`SquaresReport::confident_errors`]).
+const CONFIDENT: f32 = 0.9;
+
+/// Right and total per class, the confusion counts (`confusion[truth][predicted]`), the summed
+/// log loss and the confident misreads.
 #[derive(Debug, Clone, Default, PartialEq)]
-struct Tally {
+pub(crate) struct Tally {
     right: [usize; SquareClass::COUNT],
     total: [usize; SquareClass::COUNT],
     confusion: [[usize; SquareClass::COUNT]; SquareClass::COUNT],
+    loss: f64,
+    confident_wrong: usize,
 }
 
 impl Tally {
-    fn add(&mut self, truth: SquareClass, probs: &[f32; SquareClass::COUNT]) {
+    pub(crate) fn add(&mut self, truth: SquareClass, probs: &[f32; SquareClass::COUNT]) {
         let pred = (0..SquareClass::COUNT)
             .max_by(|&a, &b| probs[a].total_cmp(&probs[b]))
             .unwrap_or(0);
@@ -238,9 +247,15 @@ impl Tally {
             self.right[t] += 1;
         }
         self.confusion[t][pred] += 1;
+        self.loss -= f64::from(probs[t].max(LOSS_FLOOR).ln());
+        if pred != t && probs[pred] >= CONFIDENT {
+            self.confident_wrong += 1;
+        }
     }
 
     fn merge(&mut self, o: &Tally) {
+        self.loss += o.loss;
+        self.confident_wrong += o.confident_wrong;
         for c in 0..SquareClass::COUNT {
             self.right[c] += o.right[c];
             self.total[c] += o.total[c];
@@ -251,11 +266,20 @@ impl Tally {
     }
 
     fn accuracy(&self) -> f64 {
+        self.per_row(self.right.iter().sum::<usize>() as f64)
+    }
+
+    fn per_row(&self, x: f64) -> f64 {
         let t: usize = self.total.iter().sum();
-        if t == 0 {
-            0.0
-        } else {
-            self.right.iter().sum::<usize>() as f64 / t as f64
+        if t == 0 { 0.0 } else { x / t as f64 }
+    }
+
+    pub(crate) fn summary(&self) -> ReadingSummary {
+        ReadingSummary {
+            rows: self.total.iter().sum(),
+            accuracy: self.accuracy(),
+            log_loss: self.per_row(self.loss),
+            confident_errors: self.per_row(self.confident_wrong as f64),
         }
     }
 
@@ -293,6 +317,16 @@ impl Tally {
         out.sort_by_key(|c| std::cmp::Reverse(c.count));
         out
     }
+}
+
+/// How well a set of square readings matched the truth (see [`SquaresReport::log_loss`] and
+/// [`SquaresReport::confident_errors`] for the last two).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ReadingSummary {
+    pub rows: usize,
+    pub accuracy: f64,
+    pub log_loss: f64,
+    pub confident_errors: f64,
 }
 
 /// Accuracy on one class's test rows.
@@ -337,8 +371,16 @@ pub struct SquaresReport {
     /// After adaptation on the `adapt` rows (per session).
     pub accuracy: f64,
     pub per_class: BTreeMap<String, ClassScore>,
+    /// Mean negative log-probability of the true class after adaptation (nats per test row,
+    /// probabilities floored at 1e-6 as the tracker floors them): what the tracker pays for the
+    /// readings, which accuracy does not see (a sure misread costs more than an unsure one).
+    pub log_loss: f64,
+    /// Share of test rows read as another class with probability ≥ 0.9 after adaptation: the
+    /// misreads the tracker cannot outvote.
+    pub confident_errors: f64,
     /// The network alone on the same rows.
     pub accuracy_without_adaptation: f64,
+    pub log_loss_without_adaptation: f64,
     pub per_class_without_adaptation: BTreeMap<String, ClassScore>,
     /// Misreads after adaptation, most frequent first.
     pub errors: Vec<Confusion>,
@@ -453,7 +495,10 @@ pub fn evaluate_squares(
         test_rows,
         accuracy: adapted.accuracy(),
         per_class: adapted.per_class(),
+        log_loss: adapted.per_row(adapted.loss),
+        confident_errors: adapted.per_row(adapted.confident_wrong as f64),
         accuracy_without_adaptation: plain.accuracy(),
+        log_loss_without_adaptation: plain.per_row(plain.loss),
         per_class_without_adaptation: plain.per_class(),
         errors: adapted.errors(),
         per_session,
@@ -605,6 +650,27 @@ mod tests {
     }
 
     #[test]
+    fn a_sure_misread_costs_more_than_an_unsure_one_and_counts_as_confident() {
+        let reading = |class: SquareClass, p: f32| {
+            let mut v = [(1.0 - p) / 12.0; SquareClass::COUNT];
+            v[class.index()] = p;
+            v
+        };
+        let mut t = Tally::default();
+        t.add(SquareClass::Empty, &reading(SquareClass::Empty, 0.8));
+        t.add(SquareClass::Empty, &reading(SquareClass::WhitePawn, 0.6));
+        t.add(SquareClass::Empty, &reading(SquareClass::WhitePawn, 0.95));
+        assert_eq!(t.confident_wrong, 1);
+        let expected = -(0.8f64.ln() + (0.4f64 / 12.0).ln() + (0.05f64 / 12.0).ln()) / 3.0;
+        assert!(
+            (t.per_row(t.loss) - expected).abs() < 1e-5,
+            "{}",
+            t.per_row(t.loss)
+        );
+        assert!((t.accuracy() - 1.0 / 3.0).abs() < 1e-9);
+    }
+
+    #[test]
     fn labels_round_trip() {
         for c in SquareClass::ALL {
             assert_eq!(parse_label(class_label(c)), Some(c));
@@ -714,6 +780,9 @@ mod tests {
         // The network reads yellowish as empty (red largest): 2 of 3 without adaptation.
         assert!((r.accuracy_without_adaptation - 2.0 / 3.0).abs() < 1e-9);
         assert_eq!(r.per_class_without_adaptation["k"].right, 0);
+        // The network's misread costs more than the adapted readings, which cost something.
+        assert!(r.log_loss_without_adaptation > r.log_loss, "{r:?}");
+        assert!(r.log_loss > 0.0 && r.log_loss.is_finite());
         // With the adapt rows, the nearest sample of yellowish2 is the labelled yellowish: k.
         assert_eq!(r.accuracy, 1.0);
         assert_eq!(r.per_class["k"].accuracy, 1.0);

@@ -15,14 +15,15 @@ use std::time::Instant;
 use image::RgbImage;
 use serde::Serialize;
 
-use crate::engine::{BoardId, Color, Position};
+use crate::engine::{BoardId, Color, Position, Square};
 use crate::rules::{DesyncState, Event, EventBody, MoveReading, RuleSet};
 use crate::tracker::eval::{ReadingScore, lcs, standing_readings, ucis};
-use crate::tracker::{Decision, PocketReading};
+use crate::tracker::{Decision, PocketReading, SquareClass};
+use crate::vision::evaluate::{ReadingSummary, Tally};
 use crate::vision::{Calibration, CalibrationConfig, Point};
 
 use super::frames::{ClockFeed, ClockPress, FrameFile};
-use super::simgame::{SimGameDir, board_of, pocket_counts};
+use super::simgame::{SimGameDir, board_of, placement_classes, pocket_counts};
 use super::{
     FrameStats, TableReader, TableReading, WatchConfig, WatchError, Watcher, new_tracker,
     pockets_out_of_view,
@@ -250,6 +251,8 @@ pub struct GameEval {
     pub incidents: Vec<IncidentScore>,
     /// The reader's pocket counts against the truth (frames without a hand over the board).
     pub pockets: PocketScore,
+    /// The reader's squares against the truth, on the frames with no hand over the board.
+    pub squares: SquareReadings,
     pub desyncs: usize,
     pub false_alerts: usize,
     /// Move events: wall time of the call that returned them.
@@ -362,38 +365,89 @@ fn seen_whole(hidden: Option<usize>, out_of_view: bool) -> bool {
     hidden == Some(0) && !out_of_view
 }
 
-/// One board's two true pockets and how many of their pieces were hidden (if the recording says).
-type TruePockets = (PocketReading, Option<[usize; 2]>);
+/// One board at one frame as the recording has it.
+struct TrueBoard {
+    pockets: PocketReading,
+    /// How many pieces of White's and Black's pocket were hidden (if the recording says).
+    pockets_hidden: Option<[usize; 2]>,
+    squares: [SquareClass; 64],
+    /// Squares whose centre a nearer object hides (bit per square index).
+    occluded: u64,
+}
 
-/// A reader that scores its inner reader's pocket counts against the game's truth as it goes.
-struct PocketScoring {
+/// The square readings of the frames with no hand over the board, against the truth: squares
+/// in plain view, squares whose centre a nearer piece hides, and (counted in those too) the
+/// squares the latest hand over the board changed, which the tracker's decisions turn on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SquareReadings {
+    pub unoccluded: ReadingSummary,
+    pub occluded: ReadingSummary,
+    pub changed: ReadingSummary,
+}
+
+/// Per board, what the truth showed before the latest hand, to tell the squares it changed.
+#[derive(Debug, Clone, Default)]
+struct BoardHistory {
+    /// The truth at the latest frame with no hand.
+    last: Option<[SquareClass; 64]>,
+    /// `last` when the latest hand came.
+    before_hand: Option<[SquareClass; 64]>,
+    in_hand: bool,
+}
+
+/// A reader that scores its inner reader's pocket counts and squares against the game's truth
+/// as it goes.
+struct ReadingScoring {
     inner: Box<dyn TableReader>,
-    /// Per frame time: each board's true pockets, or None while a hand is over the board.
-    truth: std::collections::HashMap<u64, [Option<TruePockets>; 2]>,
+    /// Per frame time: each board's truth, or None while a hand is over the board.
+    truth: std::collections::HashMap<u64, [Option<TrueBoard>; 2]>,
     /// Per board, White's and Black's zone out of view on the true corners.
     out_of_view: [[bool; 2]; 2],
     score: std::sync::Arc<std::sync::Mutex<PocketScore>>,
+    /// Unoccluded, occluded and changed squares.
+    squares: std::sync::Arc<std::sync::Mutex<[Tally; 3]>>,
+    history: [BoardHistory; 2],
 }
 
-impl TableReader for PocketScoring {
+impl TableReader for ReadingScoring {
     fn name(&self) -> &str {
         self.inner.name()
     }
 
     fn read(&mut self, frame: &RgbImage, ts: u64) -> Result<TableReading, WatchError> {
         let reading = self.inner.read(frame, ts)?;
-        if let (Some(read), Some(truth), Ok(mut score)) = (
-            reading.pockets.as_ref(),
-            self.truth.get(&ts),
-            self.score.lock(),
-        ) {
+        let Some(truth) = self.truth.get(&ts) else {
+            return Ok(reading);
+        };
+        if let (Some(read), Ok(mut score)) = (reading.pockets.as_ref(), self.score.lock()) {
             for (b, (r, t)) in read.iter().zip(truth).enumerate() {
-                if let Some((t, hidden)) = t {
+                if let Some(t) = t {
                     for c in 0..2 {
-                        let seen = seen_whole(hidden.map(|h| h[c]), self.out_of_view[b][c]);
-                        score.add(2 * b + c, &r.counts[c], &t.counts[c], seen);
+                        let hidden = t.pockets_hidden.map(|h| h[c]);
+                        let seen = seen_whole(hidden, self.out_of_view[b][c]);
+                        score.add(2 * b + c, &r.counts[c], &t.pockets.counts[c], seen);
                     }
                 }
+            }
+        }
+        if let Ok(mut tally) = self.squares.lock() {
+            for ((read, t), h) in reading.squares.iter().zip(truth).zip(&mut self.history) {
+                let Some(t) = t else {
+                    if !h.in_hand {
+                        h.in_hand = true;
+                        h.before_hand = h.last;
+                    }
+                    continue;
+                };
+                h.in_hand = false;
+                for (i, probs) in read.iter().enumerate() {
+                    let occluded = t.occluded & (1 << i) != 0;
+                    tally[usize::from(occluded)].add(t.squares[i], probs);
+                    if h.before_hand.is_some_and(|b| b[i] != t.squares[i]) {
+                        tally[2].add(t.squares[i], probs);
+                    }
+                }
+                h.last = Some(t.squares);
             }
         }
         Ok(reading)
@@ -470,23 +524,39 @@ pub fn eval_game(
     };
     drop(first);
     let pocket_score = std::sync::Arc::new(std::sync::Mutex::new(PocketScore::default()));
-    let reader: Box<dyn TableReader> = Box::new(PocketScoring {
+    let square_score = std::sync::Arc::new(std::sync::Mutex::new(<[Tally; 3]>::default()));
+    let mut true_boards = std::collections::HashMap::new();
+    for t in &game.truth {
+        let fens: Vec<&str> = t.table_fen.split('|').collect();
+        let mut boards = [None, None];
+        for (b, slot) in boards.iter_mut().enumerate() {
+            if t.hands[b] {
+                continue;
+            }
+            let squares = fens
+                .get(b)
+                .ok_or_else(|| format!("no board {b} in the table FEN"))
+                .and_then(|f| placement_classes(f))
+                .map_err(|e| WatchError::Reader(format!("truth at {}: {e}", t.ts_ms)))?;
+            *slot = Some(TrueBoard {
+                pockets: pocket_counts(&t.pockets[b][0], &t.pockets[b][1]),
+                pockets_hidden: t.pockets_hidden.map(|h| h[b]),
+                squares,
+                occluded: t.occluded[b]
+                    .iter()
+                    .filter_map(|n| n.parse::<Square>().ok())
+                    .fold(0, |m, sq| m | 1 << sq.index()),
+            });
+        }
+        true_boards.insert(t.ts_ms, boards);
+    }
+    let reader: Box<dyn TableReader> = Box::new(ReadingScoring {
         inner: make_reader(game, &cal)?,
-        truth: game
-            .truth
-            .iter()
-            .map(|t| {
-                let board = |b: usize| {
-                    (!t.hands[b]).then(|| {
-                        let counts = pocket_counts(&t.pockets[b][0], &t.pockets[b][1]);
-                        (counts, t.pockets_hidden.map(|h| h[b]))
-                    })
-                };
-                (t.ts_ms, [board(0), board(1)])
-            })
-            .collect(),
+        truth: true_boards,
         out_of_view,
         score: pocket_score.clone(),
+        squares: square_score.clone(),
+        history: Default::default(),
     });
     let mut tracker = new_tracker("sim", opts.rules.clone(), &opts.watch)?;
     tracker.record_decisions(opts.trace);
@@ -641,6 +711,14 @@ pub fn eval_game(
         }),
         incidents: scores,
         pockets: pocket_score.lock().map(|s| s.clone()).unwrap_or_default(),
+        squares: square_score
+            .lock()
+            .map(|t| SquareReadings {
+                unoccluded: t[0].summary(),
+                occluded: t[1].summary(),
+                changed: t[2].summary(),
+            })
+            .unwrap_or_default(),
         desyncs,
         false_alerts,
         latency_ms: Latency::of(latencies),
