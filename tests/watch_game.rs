@@ -60,6 +60,7 @@ fn eval_game_on_the_fixture_tracks_the_moves_from_frames() {
         assert!(s["rows"].as_u64().unwrap() > 0, "{s}");
         assert_eq!(s["accuracy"], 1.0, "{kind}: {s}");
         assert_eq!(s["confident_errors"], 0.0, "{kind}: {s}");
+        assert_eq!(s["errors"].as_array().map(Vec::len), Some(0), "{kind}: {s}");
     }
     // The decision trace: one JSON object per decision; every committed move comes from a
     // decision that passed the commit rules.

@@ -280,6 +280,7 @@ impl Tally {
             accuracy: self.accuracy(),
             log_loss: self.per_row(self.loss),
             confident_errors: self.per_row(self.confident_wrong as f64),
+            errors: self.errors().into_iter().take(SUMMARY_ERRORS).collect(),
         }
     }
 
@@ -320,14 +321,19 @@ impl Tally {
 }
 
 /// How well a set of square readings matched the truth (see [`SquaresReport::log_loss`] and
-/// [`SquaresReport::confident_errors`] for the last two).
+/// [`SquaresReport::confident_errors`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ReadingSummary {
     pub rows: usize,
     pub accuracy: f64,
     pub log_loss: f64,
     pub confident_errors: f64,
+    /// The most frequent misreads (at most [`SUMMARY_ERRORS`]).
+    pub errors: Vec<Confusion>,
 }
+
+/// How many confusions a [`ReadingSummary`] lists.
+pub const SUMMARY_ERRORS: usize = 5;
 
 /// Accuracy on one class's test rows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
