@@ -222,7 +222,8 @@ fn load_patch(path: &Path, w: u32, h: u32, out: &mut Vec<u8>) -> Result<(), Eval
 /// Floor of a probability before its log in [`SquaresReport::log_loss`] (the tracker's default
 /// `probability_floor`): one hopeless reading costs at most 13.8 nats.
 const LOSS_FLOOR: f32 = 1e-6;
-/// A reading at least this sure of its class is a confident one ([`SquaresReport::confident_errors`]).
+/// A reading at least this sure of its class is a confident one
+/// ([`SquaresReport::confident_errors`]).
 const CONFIDENT: f32 = 0.9;
 
 /// Right and total per class, the confusion counts (`confusion[truth][predicted]`), the summed
@@ -328,12 +329,12 @@ pub struct ReadingSummary {
     pub accuracy: f64,
     pub log_loss: f64,
     pub confident_errors: f64,
-    /// The most frequent misreads (at most [`SUMMARY_ERRORS`]).
+    /// The most frequent misreads, at most five.
     pub errors: Vec<Confusion>,
 }
 
 /// How many confusions a [`ReadingSummary`] lists.
-pub const SUMMARY_ERRORS: usize = 5;
+const SUMMARY_ERRORS: usize = 5;
 
 /// Accuracy on one class's test rows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -489,6 +490,7 @@ pub fn evaluate_squares(
         plain.merge(&p);
     }
     let cfg = &configured;
+    let summary = adapted.summary();
     Ok(SquaresReport {
         dataset: dir.display().to_string(),
         model: cfg
@@ -501,10 +503,10 @@ pub fn evaluate_squares(
         test_rows,
         accuracy: adapted.accuracy(),
         per_class: adapted.per_class(),
-        log_loss: adapted.per_row(adapted.loss),
-        confident_errors: adapted.per_row(adapted.confident_wrong as f64),
+        log_loss: summary.log_loss,
+        confident_errors: summary.confident_errors,
         accuracy_without_adaptation: plain.accuracy(),
-        log_loss_without_adaptation: plain.per_row(plain.loss),
+        log_loss_without_adaptation: plain.summary().log_loss,
         per_class_without_adaptation: plain.per_class(),
         errors: adapted.errors(),
         per_session,
@@ -666,14 +668,17 @@ mod tests {
         t.add(SquareClass::Empty, &reading(SquareClass::Empty, 0.8));
         t.add(SquareClass::Empty, &reading(SquareClass::WhitePawn, 0.6));
         t.add(SquareClass::Empty, &reading(SquareClass::WhitePawn, 0.95));
-        assert_eq!(t.confident_wrong, 1);
+        let s = t.summary();
+        assert!((s.confident_errors - 1.0 / 3.0).abs() < 1e-9);
         let expected = -(0.8f64.ln() + (0.4f64 / 12.0).ln() + (0.05f64 / 12.0).ln()) / 3.0;
-        assert!(
-            (t.per_row(t.loss) - expected).abs() < 1e-5,
-            "{}",
-            t.per_row(t.loss)
+        assert!((s.log_loss - expected).abs() < 1e-5, "{}", s.log_loss);
+        assert_eq!(s.rows, 3);
+        assert_eq!(s.errors.len(), 1, "{:?}", s.errors);
+        assert_eq!(
+            (s.errors[0].truth.as_str(), s.errors[0].count),
+            ("empty", 2)
         );
-        assert!((t.accuracy() - 1.0 / 3.0).abs() < 1e-9);
+        assert!((s.accuracy - 1.0 / 3.0).abs() < 1e-9);
     }
 
     #[test]
