@@ -426,13 +426,15 @@ fn same_placement(a: &Calibration, b: &Calibration) -> bool {
 /// rendered first frames (640×360, `low-side`) placed right, where a far board's few pixels
 /// leave its horizon uncertain; a limit of 3° changed no result of the 200 frames of two
 /// 1280×720 sweeps (seeds 100–124 and 200–224, four poses). The 5 placed wrong (a grid grown
-/// across the table's edge, or placed a square or more off) differ by 5.1° to 11.6°. A thin margin: a check against the worst mistakes, not a proof.
+/// across the table's edge, or placed a square or more off) differ by 5.1° to 11.6°. A thin
+/// margin: a check against the worst mistakes, not a proof.
 const MAX_PLANE_ANGLE_DEG: f64 = 4.5;
 
 /// The angle (degrees) between the planes of two boards whose undistorted homographies
 /// (board → pixel) are `a` and `b` in a `width` × `height` frame, for a focal length of
 /// [`detect::FOCAL_WIDTHS`] frame widths about the frame's centre (boards on one plane share
-/// its horizon line, so the angle is then 0 whatever the focal length). `None` for degenerate homographies.
+/// its horizon line, so the angle is then 0 whatever the focal length). `None` for degenerate
+/// homographies.
 fn plane_angle_deg(a: &Homography, b: &Homography, width: u32, height: u32) -> Option<f64> {
     let f = detect::FOCAL_WIDTHS * width as f64;
     let (cx, cy) = ((width as f64 - 1.0) / 2.0, (height as f64 - 1.0) / 2.0);
