@@ -196,8 +196,9 @@ def val_squares(model, sessions):
     return right / max(total, 1)
 
 
-def load_val_pockets(dirs):
-    """Session directories -> [(pocket crops float NCHW, counts [n, 5])]."""
+def load_val_pockets(dirs, max_pieces=None):
+    """Session directories -> [(pocket crops float NCHW, counts [n, 5])]; with `max_pieces` only
+    the pockets holding at most that many pieces (the ones play makes)."""
     from eval_sessions import load_images, sessions_under
 
     out = []
@@ -205,6 +206,10 @@ def load_val_pockets(dirs):
         f = os.path.join(d, "pockets.csv")
         if os.path.isfile(f):
             rows = read_csv(f)
+            if max_pieces is not None:
+                rows = [r for r in rows if sum(int(r[k]) for k in "PNBRQ") <= max_pieces]
+            if not rows:
+                continue
             x = torch.from_numpy(load_images(d, [r["path"] for r in rows], (96, 128)))
             out.append((x, np.array([[int(r[k]) for k in "PNBRQ"] for r in rows])))
     return out
@@ -222,3 +227,44 @@ def val_pockets(model, sessions):
             total += len(y)
     model.train(was)
     return right / max(total, 1)
+
+
+def freeze_batch_norm(model):
+    """Batch norm as a fixed affine map: running statistics used, scales and shifts not trained."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.eval()
+            for p in m.parameters():
+                p.requires_grad_(False)
+
+
+def load_folded_onnx(model, path):
+    """Copies an exported network's weights into `model` (a `SquareNet` or a `PocketNet` of the
+    exported width).
+
+    The export folds each batch norm into the convolution before it (weight and bias); the
+    convolution gets the folded weight and its batch norm becomes the identity plus that bias,
+    which is exact while the batch norm stays in eval mode (`freeze_batch_norm`)."""
+    import onnx
+    from onnx import numpy_helper
+
+    inits = {i.name: numpy_helper.to_array(i) for i in onnx.load(path).graph.initializer}
+    sd = model.state_dict()
+    for name in inits:
+        if name in sd:  # the linear layers and the class vectors keep their names in the export
+            sd[name] = torch.from_numpy(inits[name].copy())
+    folded = [inits[n] for n in inits if n.startswith("onnx::Conv_")]
+    convs = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.Conv2d)]
+    bns = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    if len(folded) != 2 * len(convs) or len(bns) != len(convs):
+        raise SystemExit(f"{path}: {len(folded)} folded tensors for {len(convs)} convolutions")
+    for k, ((cname, conv), (bname, bn)) in enumerate(zip(convs, bns)):
+        w, b = folded[2 * k], folded[2 * k + 1]
+        if tuple(w.shape) != tuple(conv.weight.shape):
+            raise SystemExit(f"{path}: {cname} has shape {w.shape}, the net wants {tuple(conv.weight.shape)}")
+        sd[cname + ".weight"] = torch.from_numpy(w.copy())
+        sd[bname + ".weight"] = torch.ones_like(sd[bname + ".weight"])
+        sd[bname + ".bias"] = torch.from_numpy(b.copy())
+        sd[bname + ".running_mean"] = torch.zeros_like(sd[bname + ".running_mean"])
+        sd[bname + ".running_var"] = torch.full_like(sd[bname + ".running_var"], 1.0 - bn.eps)
+    model.load_state_dict(sd)

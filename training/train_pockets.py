@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Schedule, load_val_pockets, val_pockets, augment, export_onnx, load_patches, ort_median_ms, to_tensor  # noqa: E402
+from common import Schedule, freeze_batch_norm, load_folded_onnx, load_val_pockets, val_pockets, augment, export_onnx, load_patches, ort_median_ms, to_tensor  # noqa: E402
 from nets import MAX_COUNT, ROLES, PocketNet, macs  # noqa: E402
 
 
@@ -33,7 +33,11 @@ def main():
     ap.add_argument("--val", nargs="*", default=[],
                     help="validation session directories: scored every --val-every minutes, the best weights kept")
     ap.add_argument("--val-every", type=float, default=8.0)
+    ap.add_argument("--val-max-pieces", type=int,
+                    help="score only the validation pockets holding at most this many pieces")
     ap.add_argument("--init", help="start from these torch weights (same --width) instead of random")
+    ap.add_argument("--init-onnx", help="start from an exported pockets.onnx of the same --width (batch norm "
+                    "folded into the convolutions and kept fixed)")
     ap.add_argument("--eval", nargs="*", default=[])
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -51,21 +55,28 @@ def main():
     if args.init:
         model.load_state_dict(torch.load(args.init, map_location="cpu"))
         print(f"initialised from {args.init}", flush=True)
+    if args.init_onnx:
+        load_folded_onnx(model, args.init_onnx)
+        print(f"initialised from {args.init_onnx} (batch norm folded, frozen)", flush=True)
     print(f"PocketNet width {args.width}: {sum(p.numel() for p in model.parameters())} params, "
           f"{macs(model, (3, 128, 96))} MACs/crop", flush=True)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-3)
     sched = Schedule(opt, args.lr, args.minutes)
-    val = load_val_pockets(args.val) if args.val else []
+    val = load_val_pockets(args.val, args.val_max_pieces) if args.val else []
     best = (-1.0, None, 0)
 
     def validate(step):
         r = val_pockets(model, val)
+        if args.init_onnx:
+            freeze_batch_norm(model)  # val_pockets puts every module back into training mode
         print(f"val step {step}: pockets exact {r:.4f}", flush=True)
         return r
 
-    if val and args.init:
+    if val and (args.init or args.init_onnx):
         best = (validate(0), {k: v.clone() for k, v in model.state_dict().items()}, 0)
     model.train()
+    if args.init_onnx:
+        freeze_batch_norm(model)
     t0 = time.time()
     next_val = args.val_every * 60
     step, run_loss, run_acc = 0, 0.0, 0.0

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Schedule, load_val_squares, val_squares, augment, export_onnx, load_patches, ort_median_ms, read_csv, to_tensor  # noqa: E402
+from common import Schedule, freeze_batch_norm, load_folded_onnx, load_val_squares, val_squares, augment, export_onnx, load_patches, ort_median_ms, read_csv, to_tensor  # noqa: E402
 from nets import CLASSES, SquareNet, macs  # noqa: E402
 
 
@@ -161,43 +161,6 @@ def main():
 START_PLACEMENT = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR"
 
 
-def freeze_batch_norm(model):
-    """Batch norm as a fixed affine map: running statistics used, scales and shifts not trained."""
-    for m in model.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
-            m.eval()
-            for p in m.parameters():
-                p.requires_grad_(False)
-
-
-def load_folded_onnx(model, path):
-    """Copies an exported SquareNet's weights into `model`.
-
-    The export folds each batch norm into the convolution before it (weight and bias); the
-    convolution gets the folded weight and its batch norm becomes the identity plus that bias,
-    which is exact while the batch norm stays in eval mode (`freeze_batch_norm`)."""
-    import onnx
-    from onnx import numpy_helper
-
-    inits = {i.name: numpy_helper.to_array(i) for i in onnx.load(path).graph.initializer}
-    sd = model.state_dict()
-    for name in ("weight", "embed.weight", "embed.bias"):
-        sd[name] = torch.from_numpy(inits[name].copy())
-    folded = [inits[n] for n in inits if n.startswith("onnx::Conv_")]
-    convs = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.Conv2d)]
-    bns = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.BatchNorm2d)]
-    if len(folded) != 2 * len(convs) or len(bns) != len(convs):
-        raise SystemExit(f"{path}: {len(folded)} folded tensors for {len(convs)} convolutions")
-    for k, ((cname, conv), (bname, bn)) in enumerate(zip(convs, bns)):
-        w, b = folded[2 * k], folded[2 * k + 1]
-        if tuple(w.shape) != tuple(conv.weight.shape):
-            raise SystemExit(f"{path}: {cname} has shape {w.shape}, the net wants {tuple(conv.weight.shape)}")
-        sd[cname + ".weight"] = torch.from_numpy(w.copy())
-        sd[bname + ".weight"] = torch.ones_like(sd[bname + ".weight"])
-        sd[bname + ".bias"] = torch.from_numpy(b.copy())
-        sd[bname + ".running_mean"] = torch.zeros_like(sd[bname + ".running_mean"])
-        sd[bname + ".running_var"] = torch.full_like(sd[bname + ".running_var"], 1.0 - bn.eps)
-    model.load_state_dict(sd)
 
 
 def widen(narrow, wide, rng, noise):

@@ -103,6 +103,10 @@ struct DatasetArgs {
     /// Share of training frames whose four pockets all hold many pieces (0..=1).
     #[arg(long, default_value_t = 0.0)]
     full_pockets: f32,
+    /// Share of training frames whose four pockets hold what play puts there: 0..=6 pieces,
+    /// one to three most likely (0..=1; with --full-pockets at most 1 together).
+    #[arg(long, default_value_t = 0.0)]
+    game_pockets: f32,
     /// Frame sizes drawn from (training frames or sessions), e.g. `320x180,480x270` (default: 640x360, 800x450,
     /// 960x540, 1120x630, 1280x720).
     #[arg(long)]
@@ -323,6 +327,7 @@ fn dataset(a: DatasetArgs) -> anyhow::Result<()> {
             vary_sets: !a.no_set_variation,
             poses: a.poses,
             full_pockets: a.full_pockets,
+            game_pockets: a.game_pockets,
             staunton: a.staunton,
             episode: a.episode,
             ..sim::dataset::TrainingOptions::default()

@@ -395,6 +395,10 @@ pub struct TrainingOptions {
     /// Share of frames whose four pockets all hold many pieces ([`random_full_pocket`]),
     /// on top of the pockets [`random_training_fen`] draws; 0 keeps the old data stream.
     pub full_pockets: f32,
+    /// Share of frames whose four pockets hold what play puts there ([`random_game_pocket`]:
+    /// a few pieces, most often one or two); drawn after `full_pockets`, the two together at
+    /// most 1; 0 keeps the old data stream.
+    pub game_pockets: f32,
     /// Frame sizes drawn from, uniformly (default [`FRAME_SIZES`]; small frames teach the
     /// classifier the blurry, upsampled crops of low-resolution cameras).
     pub frame_sizes: Vec<(u32, u32)>,
@@ -442,6 +446,7 @@ impl Default for TrainingOptions {
             vary_sets: true,
             poses: PoseMode::Presets,
             full_pockets: 0.0,
+            game_pockets: 0.0,
             frame_sizes: FRAME_SIZES.to_vec(),
             staunton: 0.0,
             episode: 1,
@@ -690,15 +695,47 @@ pub fn random_full_pocket(rng: &mut SimRng, upper: bool) -> String {
     pocket_of(rng, upper, cap, 0.15)
 }
 
+/// A pocket as play fills it: 0..=6 pieces, one to three most likely, pawns the commonest role
+/// (on the rendered FICS games a zone holds at most 4 pieces, 58 % none, 24 % one, 14 % two; the
+/// tail is there for longer games).
+pub fn random_game_pocket(rng: &mut SimRng, upper: bool) -> String {
+    const SIZES: [usize; 18] = [0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 4, 4, 5, 6];
+    // Indices into `POCKET_ROLES`: pawns 5 in 12, knights, bishops and rooks 2, queens 1.
+    const ROLES: [usize; 12] = [0, 0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4];
+    let n = SIZES[rng.below(SIZES.len())];
+    let mut counts = [0usize; 5];
+    for _ in 0..n {
+        counts[ROLES[rng.below(ROLES.len())]] += 1;
+    }
+    pocket_letters(counts, upper)
+}
+
+/// How a training table's pockets are drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PocketDraw {
+    /// [`random_pocket`] on 60 % of the boards, else the position's own pocket.
+    Usual,
+    /// Every pocket a [`random_full_pocket`].
+    Full,
+    /// Every pocket a [`random_game_pocket`].
+    Game,
+}
+
 /// Per role: none with probability `p_none`, else 0..=`cap` pieces; upper case for White.
 fn pocket_of(rng: &mut SimRng, upper: bool, cap: usize, p_none: f32) -> String {
+    let mut counts = [0; 5];
+    for n in &mut counts {
+        if rng.unit() >= p_none {
+            *n = rng.below(cap + 1);
+        }
+    }
+    pocket_letters(counts, upper)
+}
+
+/// FEN letters of `counts` pieces per `POCKET_ROLES` role; upper case for White.
+fn pocket_letters(counts: [usize; 5], upper: bool) -> String {
     let mut out = String::new();
-    for role in POCKET_ROLES {
-        let n = if rng.unit() < p_none {
-            0
-        } else {
-            rng.below(cap + 1)
-        };
+    for (role, n) in POCKET_ROLES.into_iter().zip(counts) {
         let c = if upper {
             role
         } else {
@@ -713,14 +750,14 @@ fn pocket_of(rng: &mut SimRng, upper: bool, cap: usize, p_none: f32) -> String {
 /// or a scatter of pieces on arbitrary squares (pawns on back ranks included); pockets are
 /// often replaced by random ones holding up to 8 pieces per role.
 pub fn random_training_fen(rng: &mut SimRng) -> Result<String, SimError> {
-    random_training_fen_with(rng, false)
+    random_training_fen_with(rng, PocketDraw::Usual)
 }
 
-/// [`random_training_fen`], with every pocket a [`random_full_pocket`] if `full_pockets`
-/// (the squares are drawn as before; without `full_pockets` the random stream is unchanged).
-pub fn random_training_fen_with(rng: &mut SimRng, full_pockets: bool) -> Result<String, SimError> {
+/// [`random_training_fen`] with its pockets drawn as `pockets` says (the squares are drawn as
+/// before; with [`PocketDraw::Usual`] the random stream is unchanged).
+pub fn random_training_fen_with(rng: &mut SimRng, pockets: PocketDraw) -> Result<String, SimError> {
     let kind = rng.unit();
-    if kind < 0.1 && !full_pockets {
+    if kind < 0.1 && pockets == PocketDraw::Usual {
         return Ok(START_TABLE.to_string());
     }
     let placement = super::parse_table_fen(&random_table_fen(rng, 140))?;
@@ -740,12 +777,13 @@ pub fn random_training_fen_with(rng: &mut SimRng, full_pockets: bool) -> Result<
                 };
             }
         }
-        let pocket: String = if full_pockets {
-            random_full_pocket(rng, true) + &random_full_pocket(rng, false)
-        } else if rng.unit() < 0.6 {
-            random_pocket(rng, true) + &random_pocket(rng, false)
-        } else {
-            b.pocket.iter().map(|p| p.fen_char()).collect()
+        let pocket: String = match pockets {
+            PocketDraw::Full => random_full_pocket(rng, true) + &random_full_pocket(rng, false),
+            PocketDraw::Game => random_game_pocket(rng, true) + &random_game_pocket(rng, false),
+            PocketDraw::Usual if rng.unit() < 0.6 => {
+                random_pocket(rng, true) + &random_pocket(rng, false)
+            }
+            PocketDraw::Usual => b.pocket.iter().map(|p| p.fen_char()).collect(),
         };
         boards.push(board_fen(&squares, &pocket));
     }
@@ -812,6 +850,11 @@ pub fn export_training(
     }
     for (name, share) in [
         ("full_pockets", options.full_pockets),
+        ("game_pockets", options.game_pockets),
+        (
+            "full_pockets + game_pockets",
+            options.full_pockets + options.game_pockets,
+        ),
         ("staunton", options.staunton),
     ] {
         if !(0.0..=1.0).contains(&share) {
@@ -901,11 +944,18 @@ pub fn export_training(
             hall: rng.unit() < 0.7,
             ..super::Variation::default()
         };
-        let full = rng.unit() < options.full_pockets;
+        let draw = rng.unit();
+        let pockets = if draw < options.full_pockets {
+            PocketDraw::Full
+        } else if draw < options.full_pockets + options.game_pockets {
+            PocketDraw::Game
+        } else {
+            PocketDraw::Usual
+        };
         let fen = match (episode, pos) {
-            (1, _) => random_training_fen_with(&mut rng, full)?,
+            (1, _) => random_training_fen_with(&mut rng, pockets)?,
             (_, 0) => START_TABLE.to_string(),
-            _ => random_training_fen_with(&mut rng.fork(0xF0 + pos as u64), full)?,
+            _ => random_training_fen_with(&mut rng.fork(0xF0 + pos as u64), pockets)?,
         };
         let settings = SimSettings {
             width,
@@ -1270,11 +1320,44 @@ mod tests {
     }
 
     #[test]
+    fn game_pockets_hold_a_few_pieces_mostly_pawns() {
+        let mut rng = SimRng::new(8);
+        let (mut sizes, mut roles) = (Vec::new(), [0usize; 5]);
+        for _ in 0..100 {
+            let fen = random_training_fen_with(&mut rng, PocketDraw::Game).unwrap();
+            let t = super::super::parse_table_fen(&fen).unwrap();
+            for b in &t.boards {
+                for side in [super::super::Side::White, super::super::Side::Black] {
+                    let p: String = b.pocket_of(side).iter().map(|p| p.fen_char()).collect();
+                    let n = pocket_counts(&p);
+                    sizes.push(n.iter().sum::<usize>());
+                    roles.iter_mut().zip(n).for_each(|(r, k)| *r += k);
+                }
+            }
+        }
+        assert!(sizes.iter().all(|&n| n <= 6), "{sizes:?}");
+        let occupied = sizes.iter().filter(|&&n| n > 0).count();
+        let small = sizes.iter().filter(|&&n| (1..=3).contains(&n)).count();
+        assert!(
+            occupied > 280 && occupied < 380,
+            "{occupied} of 400 zones occupied"
+        );
+        assert!(
+            small * 2 > sizes.len(),
+            "{small} of 400 zones with one to three pieces"
+        );
+        assert!(
+            roles[0] > roles[1..].iter().copied().max().unwrap_or(0),
+            "{roles:?}"
+        );
+    }
+
+    #[test]
     fn full_pockets_are_crowded_and_off_by_default() {
         let mut rng = SimRng::new(8);
         let (mut total, mut eights) = (0, 0);
         for _ in 0..100 {
-            let fen = random_training_fen_with(&mut rng, true).unwrap();
+            let fen = random_training_fen_with(&mut rng, PocketDraw::Full).unwrap();
             let t = super::super::parse_table_fen(&fen).unwrap();
             for b in &t.boards {
                 for side in [super::super::Side::White, super::super::Side::Black] {
@@ -1295,7 +1378,7 @@ mod tests {
         let (mut a, mut b) = (SimRng::new(3), SimRng::new(3));
         assert_eq!(
             random_training_fen(&mut a).unwrap(),
-            random_training_fen_with(&mut b, false).unwrap()
+            random_training_fen_with(&mut b, PocketDraw::Usual).unwrap()
         );
         assert_eq!(TrainingOptions::default().poses, PoseMode::Presets);
         assert_eq!("wide".parse::<PoseMode>().unwrap(), PoseMode::Wide);
