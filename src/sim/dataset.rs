@@ -1319,21 +1319,30 @@ mod tests {
         }
     }
 
-    #[test]
-    fn game_pockets_hold_a_few_pieces_mostly_pawns() {
+    /// Per-role counts of the 400 pockets of 100 training tables drawn with `draw` (seed 8).
+    fn drawn_pockets(draw: PocketDraw) -> Vec<[usize; 5]> {
         let mut rng = SimRng::new(8);
-        let (mut sizes, mut roles) = (Vec::new(), [0usize; 5]);
+        let mut out = Vec::new();
         for _ in 0..100 {
-            let fen = random_training_fen_with(&mut rng, PocketDraw::Game).unwrap();
+            let fen = random_training_fen_with(&mut rng, draw).unwrap();
             let t = super::super::parse_table_fen(&fen).unwrap();
             for b in &t.boards {
                 for side in [super::super::Side::White, super::super::Side::Black] {
                     let p: String = b.pocket_of(side).iter().map(|p| p.fen_char()).collect();
-                    let n = pocket_counts(&p);
-                    sizes.push(n.iter().sum::<usize>());
-                    roles.iter_mut().zip(n).for_each(|(r, k)| *r += k);
+                    out.push(pocket_counts(&p));
                 }
             }
+        }
+        out
+    }
+
+    #[test]
+    fn game_pockets_hold_a_few_pieces_mostly_pawns() {
+        let pockets = drawn_pockets(PocketDraw::Game);
+        let sizes: Vec<usize> = pockets.iter().map(|n| n.iter().sum()).collect();
+        let mut roles = [0usize; 5];
+        for n in &pockets {
+            roles.iter_mut().zip(n).for_each(|(r, k)| *r += k);
         }
         assert!(sizes.iter().all(|&n| n <= 6), "{sizes:?}");
         let occupied = sizes.iter().filter(|&&n| n > 0).count();
@@ -1354,20 +1363,11 @@ mod tests {
 
     #[test]
     fn full_pockets_are_crowded_and_off_by_default() {
-        let mut rng = SimRng::new(8);
         let (mut total, mut eights) = (0, 0);
-        for _ in 0..100 {
-            let fen = random_training_fen_with(&mut rng, PocketDraw::Full).unwrap();
-            let t = super::super::parse_table_fen(&fen).unwrap();
-            for b in &t.boards {
-                for side in [super::super::Side::White, super::super::Side::Black] {
-                    let p: String = b.pocket_of(side).iter().map(|p| p.fen_char()).collect();
-                    let n = pocket_counts(&p);
-                    assert!(n.iter().all(|&k| k <= 8), "{fen}");
-                    total += n.iter().sum::<usize>();
-                    eights += n.iter().filter(|&&k| k == 8).count();
-                }
-            }
+        for n in drawn_pockets(PocketDraw::Full) {
+            assert!(n.iter().all(|&k| k <= 8), "{n:?}");
+            total += n.iter().sum::<usize>();
+            eights += n.iter().filter(|&&k| k == 8).count();
         }
         assert!(
             total as f32 / 400.0 > 8.0,
