@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Reproduces the square and pocket models from simulator data (not run in CI), in four stages:
+# Reproduces the square and pocket models from simulator data (not run in CI), in five stages:
 # 1. presets tripod/overhead from scratch, 2. + wide poses (fine-tune), 3. + small frames
-# 320x180 / 480x270 (fine-tune), 4. procedural piece sets with an episodic loss (squares only).
-# Stage 4 writes $WORK/squares4.onnx (committed as models/squares.onnx); the pocket model is
-# stage 2's; models/*.md say which stage each committed model is.
+# 320x180 / 480x270 (fine-tune), 4. procedural piece sets with an episodic loss (squares only),
+# 5. pockets as play fills them, cut with the reader's pocket margin (pockets only).
+# Stage 4 writes $WORK/squares4.onnx (committed as models/squares.onnx), stage 5
+# $WORK/pockets5.onnx (committed as models/pockets.onnx); models/*.md say which stage each
+# committed model is. Stages 1-3 cut their pocket patches without the margin
+# (`--pocket-margin 0`), as their pocket models were trained.
 #
 #   training/train.sh [WORKDIR]        (default WORKDIR: /var/tmp/tandem-training)
 #
@@ -12,7 +15,8 @@
 # generator job, one job per seed 1, 2, …), WIDE_FRAMES (per wide-pose job, seeds WIDE_SEEDS),
 # SMALL_FRAMES / SMALL_SEEDS (stage 3 data), MINUTES_SQUARES / MINUTES_POCKETS (stage 1),
 # MINUTES_FINETUNE (stage 2), MINUTES_SMALL (stage 3), EPISODE_FRAMES / EPISODE_SEEDS and
-# MINUTES_EPISODIC (stage 4) scale the run; the defaults are the ones behind the committed models
+# MINUTES_EPISODIC (stage 4), GAME_POCKET_FRAMES / GAME_POCKET_SEEDS and MINUTES_POCKETS5
+# (stage 5) scale the run; the defaults are the ones behind the committed models
 # (≈ 5 h on the shared 2-core machine).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -31,6 +35,9 @@ MINUTES_SMALL="${MINUTES_SMALL:-62}"
 EPISODE_SEEDS="${EPISODE_SEEDS:-21 22}"
 EPISODE_FRAMES="${EPISODE_FRAMES:-1200}"
 MINUTES_EPISODIC="${MINUTES_EPISODIC:-45}"
+GAME_POCKET_SEEDS="${GAME_POCKET_SEEDS:-31 32 33 34 35 36}"
+GAME_POCKET_FRAMES="${GAME_POCKET_FRAMES:-600}"
+MINUTES_POCKETS5="${MINUTES_POCKETS5:-40}"
 ELEMENTS=/usr/share/games/dreamchess/pieces/elements
 mkdir -p "$WORK"
 
@@ -56,21 +63,22 @@ s=0
 for n in $FRAMES; do
   s=$((s + 1))
   dirs+=("$WORK/train-$s")
-  gen "$WORK/train-$s" frames.csv --frames "$n" --seed "$s"
+  gen "$WORK/train-$s" frames.csv --frames "$n" --seed "$s" --pocket-margin 0
 done
 for s in $WIDE_SEEDS; do
   wide+=("$WORK/wide-$s")
-  gen "$WORK/wide-$s" frames.csv --frames "$WIDE_FRAMES" --seed "$s" --poses wide --full-pockets 0.35
+  gen "$WORK/wide-$s" frames.csv --frames "$WIDE_FRAMES" --seed "$s" --poses wide --full-pockets 0.35 \
+    --pocket-margin 0
 done
 for s in $SMALL_SEEDS; do
   small+=("$WORK/small-$s")
   gen "$WORK/small-$s" frames.csv --frames "$SMALL_FRAMES" --seed "$s" --poses wide \
-    --full-pockets 0.35 --sizes 320x180,480x270
+    --full-pockets 0.35 --sizes 320x180,480x270 --pocket-margin 0
 done
 # 2. Held-out evaluation sessions: the elements set at the low-side and oblique poses, at the
 #    usual frame sizes (seed 99) and at 320x180 (seed 97, stage 3's second validation set).
 gen "$WORK/sessions" sessions.csv --sessions 8 --positions 4 --seed 99 --pieces "$ELEMENTS" \
-  --presets low-side,oblique
+  --presets low-side,oblique --pocket-margin 0
 gen "$WORK/sessions-small" sessions.csv --sessions 8 --positions 4 --seed 97 --pieces "$ELEMENTS" \
   --presets low-side,oblique --sizes 320x180
 for p in "${pids[@]}"; do wait "$p"; done
@@ -136,7 +144,7 @@ for s in $EPISODE_SEEDS; do
     --sizes 320x180,480x270,640x360,800x450,960x540,1280x720
 done
 gen "$WORK/sessions-geometric" sessions.csv --sessions 8 --positions 4 --seed 99 --pieces geometric \
-  --presets low-side,oblique
+  --presets low-side,oblique --pocket-margin 0
 for p in "${pids[@]}"; do wait "$p"; done
 "$PYTHON" training/train_squares.py --data "${episodes[@]}" --out "$WORK/squares4.onnx" \
   --init-onnx "$WORK/squares3.onnx" --checkpoint "$WORK/squares4.pt" --episodic 1.0 --tables 3 \
@@ -144,3 +152,28 @@ for p in "${pids[@]}"; do wait "$p"; done
   --val "$WORK"/sessions-geometric/oblique-* "${VAL[@]}" --val-every 7 > "$WORK/squares4.log" 2>&1
 tail -n 20 "$WORK/squares4.log"
 sha256sum "$WORK"/squares?.onnx "$WORK"/pockets?.onnx
+
+# 7. Stage 5 (pockets only): pockets as play fills them (`--game-pockets 0.9`: 0..6 pieces per
+#    zone, one to three most likely), three quarters of the tables a procedural Staunton set,
+#    broad poses, the patches cut with the reader's default pocket margin (half a square around
+#    the zone); fine-tuned from stage 2's export (batch norm folded and frozen), validated on
+#    20 tables per unseen set (`geometric`, `elements`) at `oblique`, cut the same way; the best
+#    weights at the checks are exported. Writes $WORK/pockets5.onnx (models/pockets.onnx).
+game=()
+pids=()
+for s in $GAME_POCKET_SEEDS; do
+  game+=("$WORK/game-pockets-$s")
+  gen "$WORK/game-pockets-$s" frames.csv --frames "$GAME_POCKET_FRAMES" --seed "$s" --poses wide \
+    --game-pockets 0.9 --staunton 0.75
+done
+for set in geometric "$ELEMENTS"; do
+  d="$WORK/pocket-sessions-$(basename "$set")"
+  gen "$d" sessions.csv --sessions 20 --positions 4 --seed 99 --pieces "$set" --presets oblique
+done
+for p in "${pids[@]}"; do wait "$p"; done
+"$PYTHON" training/train_pockets.py --data "${game[@]}" --out "$WORK/pockets5.onnx" \
+  --init-onnx "$WORK/pockets2.onnx" --checkpoint "$WORK/pockets5.pt" --width 12 --lr 1e-3 \
+  --seed 21 --minutes "$MINUTES_POCKETS5" --val "$WORK"/pocket-sessions-*/oblique-* \
+  --val-every 8 > "$WORK/pockets5.log" 2>&1
+tail -n 5 "$WORK/pockets5.log"
+sha256sum "$WORK"/pockets5.onnx

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use tandem_monitor::sim::{self, CameraConfig, PieceSet, SimSettings};
+use tandem_monitor::vision::RectifyConfig;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -117,6 +118,11 @@ struct DatasetArgs {
     /// Frames per training table, the first in the start position (1 = a new table per frame).
     #[arg(long, default_value_t = 1)]
     episode: usize,
+    /// Pocket patches reach this many squares beyond each side of the calibrated zone (the
+    /// reader's `pocket_margin`; default: the reader's default, which the committed pocket
+    /// model was trained with).
+    #[arg(long)]
+    pocket_margin: Option<f64>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -260,9 +266,13 @@ fn game(a: GameArgs) -> anyhow::Result<()> {
 }
 
 /// Cuts a frame's crops exactly as at run time: a manual calibration from the simulator's
-/// true corners and the default `vision::Rectifier`.
-fn cut_with_rectifier(frame: &sim::Frame) -> Result<sim::dataset::FrameCrops, String> {
-    use tandem_monitor::vision::{Calibration, CalibrationConfig, Rectifier, RectifyConfig};
+/// true corners and a `vision::Rectifier` with `config` (the reader's default unless a data
+/// option changes it).
+fn cut_with_rectifier(
+    frame: &sim::Frame,
+    config: &RectifyConfig,
+) -> Result<sim::dataset::FrameCrops, String> {
+    use tandem_monitor::vision::{Calibration, CalibrationConfig, Rectifier};
     let t = &frame.truth;
     let corners = [0, 1].map(|b| t.boards[b].corners.map(|p| [p[0] as f64, p[1] as f64]));
     let cal = Calibration::manual(
@@ -273,8 +283,7 @@ fn cut_with_rectifier(frame: &sim::Frame) -> Result<sim::dataset::FrameCrops, St
         &CalibrationConfig::default(),
     )
     .map_err(|e| e.to_string())?;
-    let config = RectifyConfig::default();
-    let rect = Rectifier::new(&cal, &config).map_err(|e| e.to_string())?;
+    let rect = Rectifier::new(&cal, config).map_err(|e| e.to_string())?;
     let crops = rect.rectify(&frame.image).map_err(|e| e.to_string())?;
     Ok(sim::dataset::FrameCrops {
         square_size: [crops.patch_w, crops.patch_h],
@@ -286,7 +295,13 @@ fn cut_with_rectifier(frame: &sim::Frame) -> Result<sim::dataset::FrameCrops, St
 
 fn dataset(a: DatasetArgs) -> anyhow::Result<()> {
     let t0 = Instant::now();
-    let mut cut = cut_with_rectifier;
+    let mut config = RectifyConfig::default();
+    if let Some(m) = a.pocket_margin {
+        config.pocket_margin = m;
+    }
+    // Checked once here, so that a bad value is one error rather than a skip on every frame.
+    config.validate()?;
+    let mut cut = |f: &sim::Frame| cut_with_rectifier(f, &config);
     let s = if let Some(sessions) = a.sessions {
         let set = match a.pieces.as_slice() {
             [one] => piece_set(&Some(one.clone()))?,

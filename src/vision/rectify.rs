@@ -22,6 +22,10 @@ pub struct RectifyConfig {
     pub patch_h: u32,
     /// How far the patch reaches above the square, in square widths as seen in the image.
     pub piece_height: f64,
+    /// The pocket network's patch reaches this many squares beyond each side of the calibrated
+    /// zone (on the board's plane): pieces stand on the table below that plane and spill over
+    /// the zone's edges. Part of the pocket model's input contract (it was trained with 0.5).
+    pub pocket_margin: f64,
     pub pocket_w: u32,
     pub pocket_h: u32,
     /// Threads cutting the square patches (the two boards' halves in parallel when 2; the
@@ -35,10 +39,36 @@ impl Default for RectifyConfig {
             patch_w: 48,
             patch_h: 64,
             piece_height: 1.2,
+            pocket_margin: 0.5,
             pocket_w: 96,
             pocket_h: 128,
             threads: 2,
         }
+    }
+}
+
+impl RectifyConfig {
+    /// Refuses sizes and distances no camera set-up needs, before any map is built.
+    pub fn validate(&self) -> Result<(), CalibrationError> {
+        if self.patch_w == 0
+            || self.patch_h == 0
+            || self.pocket_w == 0
+            || self.pocket_h == 0
+            || self.patch_w > 1024
+            || self.patch_h > 1024
+            || self.pocket_w > 2048
+            || self.pocket_h > 2048
+            || !(0.0..=10.0).contains(&self.piece_height)
+            || !(0.0..=4.0).contains(&self.pocket_margin)
+            || !(1..=8).contains(&self.threads)
+        {
+            return Err(CalibrationError::Invalid(
+                "rectify: patch sizes must be 1..=1024 (pockets 1..=2048), piece_height 0..=10, \
+                 pocket_margin 0..=4, threads 1..=8"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -239,6 +269,25 @@ fn window_centres((lo, hi): (f64, f64), step: f64) -> Vec<f64> {
         .collect()
 }
 
+/// `q` (a zone quad in pixels) grown by `margin` squares on every side in the board's
+/// coordinates of `hb`; unchanged when the margin is 0 or the homography has no inverse.
+fn widened(q: &[Point; 4], hb: &Homography, margin: f64) -> [Point; 4] {
+    let Some(inv) = (margin > 0.0).then(|| hb.inverse()).flatten() else {
+        return *q;
+    };
+    let b = q.map(|p| inv.map(p));
+    let c = [
+        b.iter().map(|p| p[0]).sum::<f64>() / 4.0,
+        b.iter().map(|p| p[1]).sum::<f64>() / 4.0,
+    ];
+    b.map(|p| {
+        hb.map([
+            p[0] + margin * (p[0] - c[0]).signum(),
+            p[1] + margin * (p[1] - c[1]).signum(),
+        ])
+    })
+}
+
 fn lifted(q: [Point; 4], lift: f64) -> [Point; 4] {
     let [tl, tr, br, bl] = q;
     [[tl[0], tl[1] - lift], [tr[0], tr[1] - lift], br, bl]
@@ -309,23 +358,7 @@ impl Rectifier {
     /// Precomputes the sampling maps of all 128 squares and 4 pockets.
     pub fn new(cal: &Calibration, config: &RectifyConfig) -> Result<Rectifier, CalibrationError> {
         cal.validate()?;
-        if config.patch_w == 0
-            || config.patch_h == 0
-            || config.pocket_w == 0
-            || config.pocket_h == 0
-            || config.patch_w > 1024
-            || config.patch_h > 1024
-            || config.pocket_w > 2048
-            || config.pocket_h > 2048
-            || !(0.0..=10.0).contains(&config.piece_height)
-            || !(1..=8).contains(&config.threads)
-        {
-            return Err(CalibrationError::Invalid(
-                "rectify: patch sizes must be 1..=1024 (pockets 1..=2048), piece_height 0..=10, \
-                 threads 1..=8"
-                    .into(),
-            ));
-        }
+        config.validate()?;
         let (w, h) = (cal.width, cal.height);
         let mut squares = Vec::with_capacity(128 * (config.patch_w * config.patch_h) as usize);
         let mut pockets = Vec::new();
@@ -347,7 +380,9 @@ impl Rectifier {
                 + (c[3][0] - c[2][0]).hypot(c[3][1] - c[2][1]))
                 / 16.0;
             for pq in &board.pockets {
-                let quad = lifted(upright(pq), config.piece_height * sq);
+                // The margin widens the counting network's patch only; the look keeps its box.
+                let zone = widened(pq, hb, config.pocket_margin);
+                let quad = lifted(upright(&zone), config.piece_height * sq);
                 pockets.extend(taps(&quad, config.pocket_w, config.pocket_h, w, h)?);
                 let wide = wide_box(pq, config.piece_height * sq);
                 pocket_wide.extend(taps(&wide, POCKET_WIDE, POCKET_WIDE, w, h)?);
@@ -581,6 +616,73 @@ mod tests {
         assert!(look[..63].iter().all(|m| *m == [0, 30, 0]));
         assert_eq!(crops.pocket_look(1).unwrap(), [[0, 0, 0]; 64]);
         assert!(crops.pocket_look(4).is_none(), "there are four zones");
+    }
+
+    #[test]
+    fn a_pocket_margin_grows_the_zone_on_the_board_plane() {
+        // A board seen in perspective (far side narrower), so that pixels and squares differ.
+        let far = |x0: f64| -> [Point; 4] {
+            [
+                [x0, 180.0],
+                [x0 + 160.0, 180.0],
+                [x0 + 130.0, 60.0],
+                [x0 + 30.0, 60.0],
+            ]
+        };
+        let cal = Calibration::manual(
+            "t",
+            (400, 200),
+            [far(20.0), far(220.0)],
+            None,
+            &CalibrationConfig::default(),
+        )
+        .unwrap();
+        let board = &cal.boards[0];
+        let inv = board.homography.inverse().unwrap();
+        for zone in &board.pockets {
+            assert_eq!(widened(zone, &board.homography, 0.0), *zone);
+            let before = zone.map(|p| inv.map(p));
+            let after = widened(zone, &board.homography, 0.5).map(|p| inv.map(p));
+            let span = |q: &[Point; 4], axis: usize| {
+                let lo = q.iter().map(|p| p[axis]).fold(f64::MAX, f64::min);
+                let hi = q.iter().map(|p| p[axis]).fold(f64::MIN, f64::max);
+                (lo, hi)
+            };
+            for axis in 0..2 {
+                let (lo0, hi0) = span(&before, axis);
+                let (lo1, hi1) = span(&after, axis);
+                assert!((lo0 - 0.5 - lo1).abs() < 1e-6, "{lo0} → {lo1}");
+                assert!((hi0 + 0.5 - hi1).abs() < 1e-6, "{hi0} → {hi1}");
+            }
+        }
+        // The margin changes the network's patches only.
+        let img = RgbImage::from_fn(400, 200, |x, y| Rgb([x as u8, y as u8, (x ^ y) as u8]));
+        let cut = |margin: f64| {
+            let config = RectifyConfig {
+                pocket_margin: margin,
+                ..RectifyConfig::default()
+            };
+            Rectifier::new(&cal, &config)
+                .unwrap()
+                .rectify(&img)
+                .unwrap()
+        };
+        let (plain, grown) = (cut(0.0), cut(0.5));
+        assert_eq!(plain.squares, grown.squares);
+        assert_eq!(plain.pocket_wide, grown.pocket_wide);
+        assert_ne!(plain.pockets, grown.pockets);
+    }
+
+    #[test]
+    fn rectify_settings_out_of_range_are_refused() {
+        assert!(RectifyConfig::default().validate().is_ok());
+        for margin in [-0.1, 4.5, f64::NAN] {
+            let config = RectifyConfig {
+                pocket_margin: margin,
+                ..RectifyConfig::default()
+            };
+            assert!(config.validate().is_err(), "margin {margin}");
+        }
     }
 
     #[test]
