@@ -629,14 +629,7 @@ mod tests {
                 [x0 + 30.0, 60.0],
             ]
         };
-        let cal = Calibration::manual(
-            "t",
-            (400, 200),
-            [far(20.0), far(220.0)],
-            None,
-            &CalibrationConfig::default(),
-        )
-        .unwrap();
+        let cal = two_boards(far);
         let board = &cal.boards[0];
         let inv = board.homography.inverse().unwrap();
         for zone in &board.pockets {
@@ -783,6 +776,12 @@ mod tests {
                 [x0, 20.0],
             ]
         };
+        two_boards(corners)
+    }
+
+    /// A 400×200 frame holding two boards, A at x0 = 20 and B at x0 = 220, each drawn by
+    /// `corners(x0)` (a1, h1, h8, a8).
+    fn two_boards(corners: impl Fn(f64) -> [Point; 4]) -> Calibration {
         Calibration::manual(
             "t",
             (400, 200),
