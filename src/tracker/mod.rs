@@ -406,6 +406,12 @@ pub struct TrackerConfig {
     /// (`docs/tracker.md`, Pockets). Off, such a player is alerted on only after two calm
     /// readings in a row show his pocket short.
     pub pocket_excuse_undecided: bool,
+    /// Judge a zone's missing pieces by its total as well as per role: a piece is hidden only
+    /// while the zone shows fewer pieces in all than its owner holds, and a role the reader never
+    /// named there may be hidden once the zone was seen to hold as many pieces as the engine
+    /// says (the reader misnamed it). The reader tells pieces from an empty table better than
+    /// it names their roles on a set it was not trained on (`docs/tracker.md`, Pockets).
+    pub pocket_totals: bool,
     /// A pocket zone read with less confidence than this ([`PocketReading::confidence`]) is
     /// left out of the pocket alerts' readings, as a zone under a hand is. 0: every reading
     /// counts.
@@ -521,6 +527,7 @@ impl Default for TrackerConfig {
             desync_grace_ms: 1000,
             pocket_grace_ms: 3000,
             pocket_excuse_undecided: false,
+            pocket_totals: true,
             pocket_min_confidence: 0.0,
             pocket_look_levels: 10.0,
             max_moves_per_observation: 12,

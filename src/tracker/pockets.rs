@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::{BoardId, Color, Piece, Role, Table};
+use crate::engine::{BoardId, Color, Piece, Pocket, Role, Table};
 use crate::rules::EventBody;
 
 use super::look::look_changed;
@@ -53,6 +53,9 @@ struct Zone {
     /// A drop from this zone was committed: the next calm reading without pending hand-overs
     /// to it settles it again.
     resettle: bool,
+    /// Whether a calm reading since the owner last held nothing showed at least as many pieces
+    /// in the zone as he held then (whatever roles it named).
+    counted: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -115,6 +118,8 @@ pub struct PocketWatcher {
     pending: Vec<Handover>,
     /// Undecided moves excuse as many missing pieces (else they only ask for confirmation).
     excuse_undecided: bool,
+    /// Missing pieces are judged by the zone's total too ([`judging_totals`](Self::judging_totals)).
+    totals: bool,
 }
 
 impl PocketWatcher {
@@ -127,12 +132,22 @@ impl PocketWatcher {
             zones: Default::default(),
             pending: Vec::new(),
             excuse_undecided: false,
+            totals: false,
         }
     }
 
     /// Lets each undecided move of a player excuse one missing piece of his outright.
     pub fn excusing_undecided(mut self, excuse: bool) -> PocketWatcher {
         self.excuse_undecided = excuse;
+        self
+    }
+
+    /// With `totals`, a piece is hidden only while the zone shows fewer pieces in all than its
+    /// owner holds (beyond the hand-overs on their way), so a role the reader misnames is not a
+    /// hidden piece; and a role it never named there may still be hidden once the zone was seen
+    /// to hold all the owner's pieces (where per role only a role once shown may be).
+    pub fn judging_totals(mut self, totals: bool) -> PocketWatcher {
+        self.totals = totals;
         self
     }
 
@@ -279,9 +294,21 @@ impl PocketWatcher {
             }
             let waiting = undecided[color.index()];
             let mut excuses = if self.excuse_undecided { waiting } else { 0 };
+            let pocket = table.board(board).pocket(color);
+            let held_all: u8 = Role::POCKET.iter().map(|&r| pocket.count(r)).sum();
+            let visible_all: u8 = Role::POCKET.iter().map(|&r| reading.count(color, r)).sum();
+            let zone = &mut self.zones[board.index()][color.index()];
+            if held_all == 0 {
+                zone.counted = false;
+            } else if visible_all >= held_all {
+                zone.counted = true;
+            }
+            let counted_all = self.totals && zone.counted;
+            // Pieces already taken as hidden by the roles before this one.
+            let mut hidden_before = 0u8;
             let mut all_there = true;
             for role in Role::POCKET {
-                let held = table.board(board).pocket(color).count(role);
+                let held = pocket.count(role);
                 let visible = reading.count(color, role);
                 let short = held.saturating_sub(visible);
                 all_there &= short == 0;
@@ -361,18 +388,29 @@ impl PocketWatcher {
                         });
                     }
                 }
-                // What pending hand-overs do not explain is hidden, unless the zone looks as
-                // it did when its content was known (then the reader misreads it), or unless
-                // the reader never showed this role there (`shown`).
-                if unexplained > key.reported_hidden && !untouched {
+                // What pending hand-overs (and, judging totals, the zone's total) do not
+                // explain is hidden, unless the zone looks as it did when its content was known
+                // (then the reader misreads it), or unless the reader never showed this role
+                // there (`shown`) nor all the owner's pieces (`counted_all`).
+                let hidden = if self.totals {
+                    // What the zone's total leaves missing beyond the hand-overs on their way
+                    // (each explains a missing piece of its own role only).
+                    let coming = coming(&self.pending, board, color, pocket, reading);
+                    let room = held_all.saturating_sub(visible_all).saturating_sub(coming);
+                    unexplained.min(room.saturating_sub(hidden_before))
+                } else {
+                    unexplained
+                };
+                hidden_before = hidden_before.saturating_add(hidden);
+                if hidden > key.reported_hidden && !untouched {
                     key.clear_run = 0;
                     let since = *key.hidden_since.get_or_insert(ts);
-                    if key.shown
-                        && unexplained.saturating_sub(excused) > key.reported_hidden
+                    if (key.shown || counted_all)
+                        && hidden.saturating_sub(excused) > key.reported_hidden
                         && confirmed
                         && ts.saturating_sub(since) >= self.grace_ms
                     {
-                        key.reported_hidden = unexplained;
+                        key.reported_hidden = hidden;
                         key.hidden_since = None;
                         out.push(EventBody::HiddenPocket {
                             color,
@@ -451,6 +489,30 @@ impl PocketWatcher {
         zone.settled
             .is_some_and(|s| !look_changed(&s, look, levels))
     }
+}
+
+/// Missing pieces of `board`'s `color` zone that hand-overs on their way explain: per role, as
+/// many as are both missing and coming.
+fn coming(
+    pending: &[Handover],
+    board: BoardId,
+    color: Color,
+    pocket: &Pocket,
+    reading: &PocketReading,
+) -> u8 {
+    Role::POCKET
+        .iter()
+        .map(|&role| {
+            let missing = pocket
+                .count(role)
+                .saturating_sub(reading.count(color, role));
+            let on_way = pending
+                .iter()
+                .filter(|h| h.from == board.other() && h.color == color && h.role == role)
+                .count();
+            missing.min(u8::try_from(on_way).unwrap_or(u8::MAX))
+        })
+        .sum()
 }
 
 /// Removes the `n` oldest pending hand-overs that `is_key` selects (they arrived).
@@ -569,6 +631,68 @@ mod tests {
             events.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [0; 2]));
         }
         assert!(one_hidden(&events, 1, 0), "{events:?}");
+    }
+
+    /// A reading of White's zone on board A showing `n` pieces of `role`.
+    fn showing(role: Role, n: u8) -> PocketReading {
+        let mut r = PocketReading::default();
+        r.counts[0][role.index()] = n;
+        r
+    }
+
+    /// Feeds `reading(ts)` every 100 ms from `from` to `to` and collects the events.
+    fn feed(
+        w: &mut PocketWatcher,
+        t: &Table,
+        from: u64,
+        to: u64,
+        reading: impl Fn(u64) -> PocketReading,
+    ) -> Vec<EventBody> {
+        (from..=to)
+            .step_by(100)
+            .flat_map(|ts| w.on_reading(BoardId::A, ts, &reading(ts), [true; 2], t, [0; 2]))
+            .collect()
+    }
+
+    #[test]
+    fn judging_totals_a_misnamed_piece_is_not_hidden() {
+        // The reader names the held knight once, then reads it as a pawn for good: per role the
+        // knight is missing; the zone still shows one piece of one held.
+        let t = table_with_white_knight_in_a_pocket();
+        let misnamed = |ts: u64| {
+            if ts == 0 {
+                showing(Role::Knight, 1)
+            } else {
+                showing(Role::Pawn, 1)
+            }
+        };
+        let mut per_role = PocketWatcher::new(1000);
+        let events = feed(&mut per_role, &t, 0, 3000, misnamed);
+        assert!(one_hidden(&events, 1, 0), "{events:?}");
+        let mut totals = PocketWatcher::new(1000).judging_totals(true);
+        let events = feed(&mut totals, &t, 0, 3000, misnamed);
+        assert!(events.is_empty(), "{events:?}");
+        // When the zone's total falls short too, the knight is hidden.
+        let events = feed(&mut totals, &t, 3100, 6000, |_| showing(Role::Pawn, 0));
+        assert!(one_hidden(&events, 1, 0), "{events:?}");
+    }
+
+    #[test]
+    fn judging_totals_a_role_never_named_may_be_hidden_once_the_zone_was_seen_whole() {
+        // The reader never names the knight (a pawn, to it), but shows one piece where one is
+        // held; then the zone is empty.
+        let t = table_with_white_knight_in_a_pocket();
+        let seen_then_gone = |ts: u64| showing(Role::Pawn, u8::from(ts < 1000));
+        let mut per_role = PocketWatcher::new(1000);
+        let events = feed(&mut per_role, &t, 0, 4000, seen_then_gone);
+        assert!(events.is_empty(), "{events:?}");
+        let mut totals = PocketWatcher::new(1000).judging_totals(true);
+        let events = feed(&mut totals, &t, 0, 4000, seen_then_gone);
+        assert!(one_hidden(&events, 1, 0), "{events:?}");
+        // A zone never seen whole proves nothing.
+        let mut blind = PocketWatcher::new(1000).judging_totals(true);
+        let events = feed(&mut blind, &t, 0, 4000, |_| showing(Role::Pawn, 0));
+        assert!(events.is_empty(), "{events:?}");
     }
 
     #[test]

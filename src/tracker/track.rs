@@ -317,7 +317,8 @@ impl Tracker {
         Ok(Tracker {
             pockets: PocketWatcher::new(cfg.pocket_grace_ms)
                 .with_looks(cfg.pocket_look_levels)
-                .excusing_undecided(cfg.pocket_excuse_undecided),
+                .excusing_undecided(cfg.pocket_excuse_undecided)
+                .judging_totals(cfg.pocket_totals),
             cfg,
             referee,
             variant,
