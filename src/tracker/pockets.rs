@@ -295,8 +295,13 @@ impl PocketWatcher {
             let waiting = undecided[color.index()];
             let mut excuses = if self.excuse_undecided { waiting } else { 0 };
             let pocket = table.board(board).pocket(color);
-            let held_all: u8 = Role::POCKET.iter().map(|&r| pocket.count(r)).sum();
-            let visible_all: u8 = Role::POCKET.iter().map(|&r| reading.count(color, r)).sum();
+            let total = |count: &dyn Fn(Role) -> u8| {
+                Role::POCKET
+                    .iter()
+                    .fold(0u8, |n, &r| n.saturating_add(count(r)))
+            };
+            let held_all = total(&|r| pocket.count(r));
+            let visible_all = total(&|r| reading.count(color, r));
             let zone = &mut self.zones[board.index()][color.index()];
             if held_all == 0 {
                 zone.counted = false;
@@ -512,7 +517,7 @@ fn coming(
                 .count();
             missing.min(u8::try_from(on_way).unwrap_or(u8::MAX))
         })
-        .sum()
+        .fold(0, u8::saturating_add)
 }
 
 /// Removes the `n` oldest pending hand-overs that `is_key` selects (they arrived).
@@ -692,6 +697,17 @@ mod tests {
         // A zone never seen whole proves nothing.
         let mut blind = PocketWatcher::new(1000).judging_totals(true);
         let events = feed(&mut blind, &t, 0, 4000, |_| showing(Role::Pawn, 0));
+        assert!(events.is_empty(), "{events:?}");
+    }
+
+    #[test]
+    fn judging_totals_absurd_counts_do_not_overflow() {
+        // A reading from outside (a JSON observation) may claim 255 of every role.
+        let t = table_with_white_knight_in_a_pocket();
+        let mut w = PocketWatcher::new(1000).judging_totals(true);
+        let mut absurd = PocketReading::default();
+        absurd.counts = [[u8::MAX; 5]; 2];
+        let events = feed(&mut w, &t, 0, 2000, |_| absurd);
         assert!(events.is_empty(), "{events:?}");
     }
 
