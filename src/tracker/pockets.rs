@@ -705,8 +705,10 @@ mod tests {
         // A reading from outside (a JSON observation) may claim 255 of every role.
         let t = table_with_white_knight_in_a_pocket();
         let mut w = PocketWatcher::new(1000).judging_totals(true);
-        let mut absurd = PocketReading::default();
-        absurd.counts = [[u8::MAX; 5]; 2];
+        let absurd = PocketReading {
+            counts: [[u8::MAX; 5]; 2],
+            ..PocketReading::default()
+        };
         let events = feed(&mut w, &t, 0, 2000, |_| absurd);
         assert!(events.is_empty(), "{events:?}");
     }
