@@ -409,8 +409,9 @@ pub struct TrackerConfig {
     /// Judge a zone's missing pieces by its total as well as per role: a piece is hidden only
     /// while the zone shows fewer pieces in all than its owner holds, and a role the reader never
     /// named there may be hidden once the zone was seen to hold as many pieces as the engine
-    /// says (the reader misnamed it). The reader tells pieces from an empty table better than
-    /// it names their roles on a set it was not trained on (`docs/tracker.md`, Pockets).
+    /// says (the reader misnamed it), and no hand-over is missing while it shows that many. The
+    /// reader tells pieces from an empty table better than it names their roles on a set it
+    /// was not trained on (`docs/tracker.md`, Pockets).
     pub pocket_totals: bool,
     /// A pocket zone read with less confidence than this ([`PocketReading::confidence`]) is
     /// left out of the pocket alerts' readings, as a zone under a hand is. 0: every reading

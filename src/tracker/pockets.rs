@@ -144,8 +144,9 @@ impl PocketWatcher {
 
     /// With `totals`, a piece is hidden only while the zone shows fewer pieces in all than its
     /// owner holds (beyond the hand-overs on their way), so a role the reader misnames is not a
-    /// hidden piece; and a role it never named there may still be hidden once the zone was seen
-    /// to hold all the owner's pieces (where per role only a role once shown may be).
+    /// hidden piece; a role it never named there may still be hidden once the zone was seen
+    /// to hold all the owner's pieces (where per role only a role once shown may be); and no
+    /// hand-over is missing while the zone shows as many pieces as its owner holds.
     pub fn judging_totals(mut self, totals: bool) -> PocketWatcher {
         self.totals = totals;
         self
@@ -309,6 +310,9 @@ impl PocketWatcher {
                 zone.counted = true;
             }
             let counted_all = self.totals && zone.counted;
+            // The zone shows as many pieces as its owner holds: whatever roles the reader
+            // names, nothing is missing from it, so no hand-over is alerted on.
+            let complete = self.totals && visible_all >= held_all;
             // Pieces already taken as hidden by the roles before this one.
             let mut hidden_before = 0u8;
             let mut all_there = true;
@@ -379,6 +383,7 @@ impl PocketWatcher {
                     unexplained -= 1;
                     if alertable
                         && h.alertable
+                        && !complete
                         && confirmed
                         && !h.reported
                         && h.readings >= HANDOVER_READINGS
@@ -935,6 +940,26 @@ mod tests {
             );
         }
         assert_eq!(w.pending(BoardId::A), 0);
+    }
+
+    #[test]
+    fn judging_totals_a_hand_over_read_as_another_role_is_not_missing() {
+        // The captured knight reaches White's zone, where the reader names it a pawn.
+        let t = table_with_white_knight_in_a_pocket();
+        let run = |totals: bool, shown: PocketReading| {
+            let mut w = PocketWatcher::new(1000).judging_totals(totals);
+            w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+            feed(&mut w, &t, 0, 5000, |_| shown)
+        };
+        let misnamed = showing(Role::Pawn, 1);
+        assert_eq!(run(false, misnamed).len(), 1);
+        let events = run(true, misnamed);
+        assert!(events.is_empty(), "{events:?}");
+        // An empty zone still misses it.
+        assert!(matches!(
+            run(true, showing(Role::Pawn, 0)).as_slice(),
+            [EventBody::HandoverMissing { .. }]
+        ));
     }
 
     #[test]
