@@ -242,12 +242,7 @@ impl PocketWatcher {
     /// Pieces captured on the other board and not yet seen in `board`'s pockets, per colour and
     /// role.
     pub fn in_transit(&self, board: BoardId) -> [[u8; 5]; 2] {
-        let mut out = [[0u8; 5]; 2];
-        for h in self.pending.iter().filter(|h| h.from == board.other()) {
-            let n = &mut out[h.color.index()][h.role.index()];
-            *n = n.saturating_add(1);
-        }
-        out
+        in_transit(&self.pending, board)
     }
 
     /// Pending hand-overs to `board` (for tests and tools).
@@ -296,13 +291,8 @@ impl PocketWatcher {
             let waiting = undecided[color.index()];
             let mut excuses = if self.excuse_undecided { waiting } else { 0 };
             let pocket = table.board(board).pocket(color);
-            let total = |count: &dyn Fn(Role) -> u8| {
-                Role::POCKET
-                    .iter()
-                    .fold(0u8, |n, &r| n.saturating_add(count(r)))
-            };
-            let held_all = total(&|r| pocket.count(r));
-            let visible_all = total(&|r| reading.count(color, r));
+            let held_all = total(|r| pocket.count(r));
+            let visible_all = total(|r| reading.count(color, r));
             let zone = &mut self.zones[board.index()][color.index()];
             if held_all == 0 {
                 zone.counted = false;
@@ -402,7 +392,7 @@ impl PocketWatcher {
                 // explain is hidden, unless the zone looks as it did when its content was known
                 // (then the reader misreads it), or unless the reader never showed this role
                 // there (`shown`) nor all the owner's pieces (`counted_all`).
-                let hidden = if self.totals {
+                let hidden = if self.totals && unexplained > 0 {
                     // What the zone's total leaves missing beyond the hand-overs on their way
                     // (each explains a missing piece of its own role only).
                     let coming = coming(&self.pending, board, color, pocket, reading);
@@ -501,6 +491,16 @@ impl PocketWatcher {
     }
 }
 
+/// Pending hand-overs to `board`, per colour and role.
+fn in_transit(pending: &[Handover], board: BoardId) -> [[u8; 5]; 2] {
+    let mut out = [[0u8; 5]; 2];
+    for h in pending.iter().filter(|h| h.from == board.other()) {
+        let n = &mut out[h.color.index()][h.role.index()];
+        *n = n.saturating_add(1);
+    }
+    out
+}
+
 /// Missing pieces of `board`'s `color` zone that hand-overs on their way explain: per role, as
 /// many as are both missing and coming.
 fn coming(
@@ -510,19 +510,24 @@ fn coming(
     pocket: &Pocket,
     reading: &PocketReading,
 ) -> u8 {
+    let on_way = in_transit(pending, board)[color.index()];
     Role::POCKET
         .iter()
         .map(|&role| {
             let missing = pocket
                 .count(role)
                 .saturating_sub(reading.count(color, role));
-            let on_way = pending
-                .iter()
-                .filter(|h| h.from == board.other() && h.color == color && h.role == role)
-                .count();
-            missing.min(u8::try_from(on_way).unwrap_or(u8::MAX))
+            missing.min(on_way[role.index()])
         })
         .fold(0, u8::saturating_add)
+}
+
+/// The sum of `count` over the droppable roles (saturating: a reading from outside may claim
+/// any count).
+fn total(count: impl Fn(Role) -> u8) -> u8 {
+    Role::POCKET
+        .iter()
+        .fold(0u8, |n, &r| n.saturating_add(count(r)))
 }
 
 /// Removes the `n` oldest pending hand-overs that `is_key` selects (they arrived).
@@ -565,9 +570,7 @@ mod tests {
     }
 
     fn reading(white_knights: u8) -> PocketReading {
-        let mut r = PocketReading::default();
-        r.counts[0][Role::Knight.index()] = white_knights;
-        r
+        showing(Role::Knight, white_knights)
     }
 
     #[test]
