@@ -413,6 +413,10 @@ pub struct TrackerConfig {
     /// reader tells pieces from an empty table better than it names their roles on a set it
     /// was not trained on (`docs/tracker.md`, Pockets).
     pub pocket_totals: bool,
+    /// A piece of a player's that the board's latest view shows where the tracked position has
+    /// none (by more than `disagree_nats`) is not hidden: it is more likely a drop the tracker
+    /// took for another move than a piece in his hand (`PocketWatcher::on_board_view`).
+    pub pocket_board_view: bool,
     /// A pocket zone read with less confidence than this ([`PocketReading::confidence`]) is
     /// left out of the pocket alerts' readings, as a zone under a hand is. 0: every reading
     /// counts.
@@ -529,6 +533,7 @@ impl Default for TrackerConfig {
             pocket_grace_ms: 3000,
             pocket_excuse_undecided: false,
             pocket_totals: true,
+            pocket_board_view: true,
             pocket_min_confidence: 0.0,
             pocket_look_levels: 10.0,
             max_moves_per_observation: 12,

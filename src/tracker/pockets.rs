@@ -120,6 +120,9 @@ pub struct PocketWatcher {
     excuse_undecided: bool,
     /// Missing pieces are judged by the zone's total too ([`judging_totals`](Self::judging_totals)).
     totals: bool,
+    /// Per board, colour and pocket role: pieces the board's latest view shows where its
+    /// position has none ([`on_board_view`](Self::on_board_view)).
+    on_board: [[[u8; 5]; 2]; 2],
 }
 
 impl PocketWatcher {
@@ -133,6 +136,7 @@ impl PocketWatcher {
             pending: Vec::new(),
             excuse_undecided: false,
             totals: false,
+            on_board: Default::default(),
         }
     }
 
@@ -156,6 +160,15 @@ impl PocketWatcher {
     pub fn with_looks(mut self, levels: f32) -> PocketWatcher {
         self.look_levels = levels;
         self
+    }
+
+    /// `board`'s latest view shows these pieces (per colour and pocket role) on squares where
+    /// its tracked position has none: pieces dropped in a move the tracker took for another.
+    /// Until a view no longer shows them, each explains one piece its owner's pocket is short
+    /// beyond the hand-overs on their way, which then is not hidden (hand-overs are judged
+    /// as before).
+    pub fn on_board_view(&mut self, board: BoardId, shown: [[u8; 5]; 2]) {
+        self.on_board[board.index()] = shown;
     }
 
     /// A piece left `from` (captured) at `ts`: it must appear in `piece.color`'s pocket on the
@@ -309,6 +322,7 @@ impl PocketWatcher {
             for role in Role::POCKET {
                 let held = pocket.count(role);
                 let visible = reading.count(color, role);
+                let on_board = self.on_board[board.index()][color.index()][role.index()];
                 let short = held.saturating_sub(visible);
                 all_there &= short == 0;
                 let is_key =
@@ -392,6 +406,9 @@ impl PocketWatcher {
                 // explain is hidden, unless the zone looks as it did when its content was known
                 // (then the reader misreads it), or unless the reader never showed this role
                 // there (`shown`) nor all the owner's pieces (`counted_all`).
+                // A piece of this role standing on the board where the position has none
+                // (`on_board_view`) is a drop taken for another move, not a hidden piece.
+                unexplained = unexplained.saturating_sub(on_board);
                 let hidden = if self.totals && unexplained > 0 {
                     // What the zone's total leaves missing beyond the hand-overs on their way
                     // (each explains a missing piece of its own role only).
@@ -597,6 +614,33 @@ mod tests {
         ));
         // Black's undecided moves excuse no white piece.
         assert_eq!(run([0, 2]).len(), 1);
+    }
+
+    #[test]
+    fn a_piece_the_board_shows_is_not_hidden() {
+        let t = table_with_white_knight_in_a_pocket();
+        let mut w = PocketWatcher::new(3000);
+        // The knight is seen in the pocket, then gone; the board shows a white knight where
+        // the position has none (a drop taken for another move).
+        let mut events = w.on_reading(BoardId::A, 0, &reading(1), [true; 2], &t, [0; 2]);
+        w.on_board_view(BoardId::A, [[0, 1, 0, 0, 0], [0; 5]]);
+        for ts in (100..=5000).step_by(100) {
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [0; 2]));
+        }
+        assert!(events.is_empty(), "{events:?}");
+        // A black knight, or the other board's, explains nothing; once the board no longer
+        // shows it, the grace period runs and the knight is hidden.
+        w.on_board_view(BoardId::A, [[0; 5], [0, 1, 0, 0, 0]]);
+        w.on_board_view(BoardId::B, [[0, 1, 0, 0, 0], [0; 5]]);
+        for ts in (5100..=8000).step_by(100) {
+            events.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [0; 2]));
+        }
+        assert!(events.is_empty(), "{events:?}");
+        events.extend(w.on_reading(BoardId::A, 8100, &reading(0), [true; 2], &t, [0; 2]));
+        assert!(matches!(
+            events.as_slice(),
+            [EventBody::HiddenPocket { color: Color::White, piece, .. }] if piece == "N"
+        ));
     }
 
     #[test]

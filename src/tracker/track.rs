@@ -614,6 +614,19 @@ impl Tracker {
                     let n = bt.presses().min(u32::from(u8::MAX)) as u8;
                     std::array::from_fn(|c| if c == to_move { n.div_ceil(2) } else { n / 2 })
                 };
+                if self.cfg.pocket_board_view {
+                    // Only a view taken since the last decision: an older one shows pieces
+                    // since moved.
+                    let shown = match &bt.raw {
+                        Some(view) if bt.stable_ts >= bt.decided_ts => unexpected_pieces(
+                            view,
+                            self.referee.table().board(b),
+                            self.cfg.disagree_nats,
+                        ),
+                        _ => [[0; 5]; 2],
+                    };
+                    self.pockets.on_board_view(b, shown);
+                }
                 let alerts = self.pockets.on_reading(
                     b,
                     obs.ts,
@@ -1580,6 +1593,24 @@ impl Tracker {
     }
 }
 
+/// Per colour and pocket role, the squares where `view` shows such a piece by more than `nats`
+/// over what `pos` has there (a dropped piece the tracked position lacks).
+fn unexpected_pieces(view: &LogLik, pos: &crate::engine::Position, nats: f32) -> [[u8; 5]; 2] {
+    let mut out = [[0u8; 5]; 2];
+    for sq in Square::all() {
+        let seen = view.argmax(sq);
+        let expected = SquareClass::on(pos, sq);
+        let Some(piece) = seen.piece() else { continue };
+        if seen == expected || view.get(sq, seen) - view.get(sq, expected) <= nats {
+            continue;
+        }
+        if let Some(n) = out[piece.color.index()].get_mut(piece.role.index()) {
+            *n = n.saturating_add(1);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1589,6 +1620,26 @@ mod tests {
 
     fn tracker(rules: RuleSet, fen: Option<&str>) -> Tracker {
         Tracker::new("t", 1, rules, fen, TrackerConfig::default()).unwrap()
+    }
+
+    #[test]
+    fn unexpected_pieces_counts_pieces_the_position_lacks_by_colour_and_role() {
+        let tracked = Position::default();
+        // Seen: a white knight on e4 and a black pawn on d5 where the tracked position has
+        // none, and the white king moved to e2 (a king is never in a pocket).
+        let seen = Position::from_fen("rnbqkbnr/ppp1pppp/8/3p4/4N3/8/PPPPKPPP/RNBQ1BNR w - - 0 1")
+            .unwrap();
+        let view = LogLik::from_observation(
+            &Observation::exact(BoardId::A, 0, &seen, 0.0),
+            &TrackerConfig::default(),
+        );
+        let mut want = [[0u8; 5]; 2];
+        want[Color::White.index()][Role::Knight.index()] = 1;
+        want[Color::Black.index()][Role::Pawn.index()] = 1;
+        assert_eq!(unexpected_pieces(&view, &tracked, 4.0), want);
+        // Readings that disagree by less than the threshold count for nothing.
+        assert_eq!(unexpected_pieces(&view, &tracked, 100.0), [[0; 5]; 2]);
+        assert_eq!(unexpected_pieces(&view, &seen, 4.0), [[0; 5]; 2]);
     }
 
     /// The default configuration with the press window on (`stall_window_ms`).
