@@ -322,7 +322,6 @@ impl PocketWatcher {
             for role in Role::POCKET {
                 let held = pocket.count(role);
                 let visible = reading.count(color, role);
-                let on_board = self.on_board[board.index()][color.index()][role.index()];
                 let short = held.saturating_sub(visible);
                 all_there &= short == 0;
                 let is_key =
@@ -408,7 +407,8 @@ impl PocketWatcher {
                 // there (`shown`) nor all the owner's pieces (`counted_all`).
                 // A piece of this role standing on the board where the position has none
                 // (`on_board_view`) is a drop taken for another move, not a hidden piece.
-                unexplained = unexplained.saturating_sub(on_board);
+                unexplained = unexplained
+                    .saturating_sub(self.on_board[board.index()][color.index()][role.index()]);
                 let hidden = if self.totals && unexplained > 0 {
                     // What the zone's total leaves missing beyond the hand-overs on their way
                     // (each explains a missing piece of its own role only).
