@@ -14,6 +14,12 @@ use super::ruleset::Consequence;
 /// was never made; [`super::Action::Retract`]).
 pub const MISREAD: &str = "misread";
 
+/// The `reason` of an `illegal_move` the tracker reports without a move (`uci` empty): the same
+/// player pressed the clock twice before the opponent pressed, so the move of the first press
+/// was taken back after it was complete, or there was none (pressing without a move counts as
+/// an illegal move, FIDE 7.5.4), and the camera did not show an illegal move for it.
+pub const REPEATED_PRESS: &str = "repeated_press";
+
 /// One event with its envelope.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {

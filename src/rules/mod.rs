@@ -12,7 +12,7 @@ mod ruleset;
 pub use action::{Action, ActionError, ClaimKind, TimedAction};
 pub use event::{
     DesyncState, Event, EventBody, IllegalConsequence, MISREAD, MatchResult, MoveReading,
-    ResultReason, SquareEvidence,
+    REPEATED_PRESS, ResultReason, SquareEvidence,
 };
 pub use referee::{Referee, RefereeError};
 pub use replay::replay_game;

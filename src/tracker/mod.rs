@@ -495,6 +495,15 @@ pub struct TrackerConfig {
     /// (by more than [`TrackerConfig::disagree_nats`]): a square misread elsewhere on the
     /// board then does not hide the move.
     pub taken_back_misfit_squares: u32,
+    /// Whether a press the same side repeated before the other side pressed is reported when
+    /// no view shows an illegal move for it (a hand over the board the whole time, a move
+    /// behind nearer pieces, or a press without a move): an `illegal_move` without a move
+    /// (`uci` empty, reason `repeated_press`), at the repeated press, or, when the view after
+    /// the first press is still to be judged (nothing before it is pending), once it is. A
+    /// clock takes a press only from the side whose time runs, so a repeated press means a
+    /// complete move was undone or never made. Under the same rule sets as
+    /// [`TrackerConfig::taken_back_nats`].
+    pub repeated_press: bool,
     /// The most (nats, either way) that how likely a player is to make a move
     /// (`plausible::MovePrior`: its log-probability among the position's legal moves over the
     /// expected one) adds to a decoded legal move: where the view cannot tell moves apart
@@ -548,6 +557,7 @@ impl Default for TrackerConfig {
             guessed_capture_alerts: true,
             taken_back_nats: 4.0,
             taken_back_misfit_squares: 1,
+            repeated_press: true,
             prior_plausible: 2.0,
         }
     }

@@ -3,8 +3,8 @@
 
 use crate::engine::{BoardId, Color, Piece, Role, Square, Table, Variant};
 use crate::rules::{
-    Action, Consequence, DesyncState, Event, EventBody, MoveReading, Referee, RefereeError,
-    RuleSet, TimedAction,
+    Action, Consequence, DesyncState, Event, EventBody, IllegalConsequence, MoveReading,
+    REPEATED_PRESS, Referee, RefereeError, RuleSet, TimedAction,
 };
 
 use super::decode::{
@@ -106,6 +106,10 @@ struct BoardTrack {
     press_times: std::collections::VecDeque<PendingPress>,
     /// Who made the latest press on this board, when the clock feed says.
     last_side: Option<Color>,
+    /// When the latest press on this board came.
+    last_press_ts: u64,
+    /// When the referee last answered a move committed on this board with `illegal_move`.
+    illegal_ts: Option<u64>,
     /// Moves committed (with a clock feed) before their press arrived, e.g. a fast reply seen
     /// together with the move before it: the next presses complete them instead of waiting
     /// for a move that was already made.
@@ -171,6 +175,10 @@ struct PendingPress {
     /// The same side pressed again before the other side pressed: the move of this press did
     /// not stand (made and taken back, or no move at all), so no lasting move answers it.
     void: bool,
+    /// Who pressed, when the clock feed says.
+    side: Option<Color>,
+    /// A void press already reported (see [`TrackerConfig::repeated_press`]).
+    reported: bool,
 }
 
 /// The observations after a clock press on one board (see [`TrackerConfig::stall_window_ms`]).
@@ -229,6 +237,8 @@ impl BoardTrack {
             last_motion: None,
             press_times: std::collections::VecDeque::new(),
             last_side: None,
+            last_press_ts: 0,
+            illegal_ts: None,
             ahead: 0,
             unexplained_since: None,
             lost: false,
@@ -382,18 +392,43 @@ impl Tracker {
     /// A clock press on `board` at `ts` by `side` (the player who pressed, if the clock says):
     /// from the first press on, the table has a clock feed and moves are committed at the next
     /// stable observation after a press (004 §7). A side that presses twice in a row had its
-    /// first press's move taken back (an illegal move the player noticed): that press vouches
-    /// for no move, and what its view showed is reported if it was an illegal move (see
-    /// [`TrackerConfig::taken_back_nats`]).
+    /// first press's move taken back (an illegal move the player noticed) or made none: that
+    /// press vouches for no move, and what its view showed is reported if it was an illegal
+    /// move (see [`TrackerConfig::taken_back_nats`]), else the repeated press itself (see
+    /// [`TrackerConfig::repeated_press`]).
     pub fn press_by(&mut self, board: BoardId, ts: u64, side: Option<Color>) -> Vec<Event> {
         self.clock_feed = true;
         let mut events = Vec::new();
         let bt = &mut self.boards[board.index()];
         let repeated = side.is_some() && bt.last_side == side;
+        let earlier = PendingPress {
+            ts: bt.last_press_ts,
+            void: true,
+            side,
+            reported: false,
+        };
         bt.last_side = side;
-        if repeated && let Some(last) = bt.press_times.back_mut() {
-            last.void = true;
+        bt.last_press_ts = ts;
+        if repeated {
+            let behind = bt.press_times.len() > 1;
+            match bt.press_times.back_mut() {
+                // Presses before it still wait for their moves, so it cannot be answered yet:
+                // say now that its move did not stand.
+                Some(last) if behind => {
+                    last.void = true;
+                    last.reported = true;
+                    let last = *last;
+                    events.extend(self.repeated_press_alert(board, ts, last));
+                }
+                Some(last) => last.void = true,
+                // The earlier press was answered already, by a move decided for it or by a
+                // view that showed no change: unless that was the illegal move, say now that
+                // its move did not stand.
+                None if bt.illegal_ts.is_some_and(|t| t >= earlier.ts) => {}
+                None => events.extend(self.repeated_press_alert(board, ts, earlier)),
+            }
         }
+        let bt = &mut self.boards[board.index()];
         if bt.ahead > 0 {
             // This press completes a move committed before it: nothing is pending.
             bt.ahead -= 1;
@@ -402,7 +437,8 @@ impl Tracker {
                 action: Action::Press { board },
             };
             self.applied.push(press.clone());
-            return self.referee.apply(press);
+            events.extend(self.referee.apply(press));
+            return events;
         }
         if bt.presses() > 0 {
             // The previous press's window closes: keep what the board showed after it.
@@ -412,7 +448,12 @@ impl Tracker {
             }
             bt.press_views.push_back(view);
         }
-        bt.press_times.push_back(PendingPress { ts, void: false });
+        bt.press_times.push_back(PendingPress {
+            ts,
+            void: false,
+            side,
+            reported: false,
+        });
         bt.last_motion = Some(ts);
         bt.open = true;
         // The latest press says every move so far is complete: the window starts again.
@@ -1289,6 +1330,11 @@ impl Tracker {
             .is_some_and(|p| p.void)
         {
             let bt = &self.boards[b.index()];
+            if bt.press_times.front().is_some_and(|p| p.reported) {
+                self.boards[b.index()].press_times.pop_front();
+                n += 1;
+                continue;
+            }
             let shown = view
                 .and_then(|k| bt.press_views.get(k + n))
                 .and_then(Option::as_ref)
@@ -1306,12 +1352,43 @@ impl Tracker {
                     events.extend(self.commit(b, illegal, ts, true, reading));
                 }
                 None => {
-                    self.boards[b.index()].press_times.pop_front();
+                    let press = self.boards[b.index()].press_times.pop_front();
+                    if let Some(event) = press.and_then(|p| self.repeated_press_alert(b, ts, p)) {
+                        events.push(event);
+                    }
                 }
             }
             n += 1;
         }
         n
+    }
+
+    /// The `illegal_move` without a move for `press`, whose side pressed again before the
+    /// other side did, when no view showed an illegal move for it (see
+    /// [`TrackerConfig::repeated_press`]).
+    fn repeated_press_alert(&mut self, b: BoardId, ts: u64, press: PendingPress) -> Option<Event> {
+        let color = press.side?;
+        if !self.cfg.repeated_press || !self.refuses_illegal_moves() {
+            return None;
+        }
+        let [mover, other] = match color {
+            Color::White => ["White", "Black"],
+            Color::Black => ["Black", "White"],
+        };
+        let text = format!(
+            "{mover} pressed the clock at {:.1} s and again before {other} pressed: the move of \
+             the first press was taken back, or there was none; the camera showed no illegal move",
+            press.ts as f64 / 1000.0,
+        );
+        let body = EventBody::IllegalMove {
+            color,
+            uci: String::new(),
+            reason: REPEATED_PRESS.to_string(),
+            text,
+            consequence: IllegalConsequence::Rejected,
+            applied: false,
+        };
+        Some(self.event(ts, Some(b), body))
     }
 
     /// Whether the rule set refuses every illegal move (so reporting one leaves the board as
@@ -1542,6 +1619,12 @@ impl Tracker {
         };
         self.applied.push(timed.clone());
         let mut events = self.referee.apply(timed);
+        if events
+            .iter()
+            .any(|e| matches!(e.body, EventBody::IllegalMove { .. }))
+        {
+            self.boards[b.index()].illegal_ts = Some(ts);
+        }
         let table = self.referee.table();
         // Whatever reached the other board's pockets is a pending hand-over.
         for piece in pieces_added(&before, &partner_pockets(table, b)) {
@@ -2035,47 +2118,49 @@ mod tests {
         ev
     }
 
+    /// The `uci` of every `illegal_move` in `ev` (empty for one reported without a move).
+    fn illegal_ucis(ev: &[Event]) -> Vec<&str> {
+        ev.iter()
+            .filter_map(|e| match &e.body {
+                EventBody::IllegalMove { uci, .. } => Some(uci.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn a_press_repeated_by_the_same_side_reports_the_move_taken_back() {
         let ev = king_step_taken_back(windowed_cfg(), true);
         assert_eq!(moves(&ev), ["e1f1"], "{ev:?}");
-        assert!(
-            ev.iter()
-                .any(|e| matches!(&e.body, EventBody::IllegalMove { uci, .. } if uci == "e1d2")),
-            "{ev:?}"
-        );
-        // The same without the press's view (switched off): the move stands, nothing is said.
+        assert_eq!(illegal_ucis(&ev), ["e1d2"], "{ev:?}");
+        // The same without the press's view (switched off): the move stands, and the repeated
+        // press is reported without a move; with that off too, nothing is said.
         let off = TrackerConfig {
             taken_back_nats: 0.0,
             ..windowed_cfg()
         };
-        let ev = king_step_taken_back(off, true);
+        let ev = king_step_taken_back(off.clone(), true);
         assert_eq!(moves(&ev), ["e1f1"], "{ev:?}");
-        assert!(
-            !ev.iter()
-                .any(|e| matches!(&e.body, EventBody::IllegalMove { .. })),
-            "{ev:?}"
-        );
+        assert_eq!(illegal_ucis(&ev), [""], "{ev:?}");
+        let silent = TrackerConfig {
+            repeated_press: false,
+            ..off
+        };
+        let ev = king_step_taken_back(silent, true);
+        assert_eq!(moves(&ev), ["e1f1"], "{ev:?}");
+        assert!(illegal_ucis(&ev).is_empty(), "{ev:?}");
         // A square misread elsewhere in the press's view still lets the move show; with no
-        // misfit allowed it hides it.
+        // misfit allowed it hides it, and only the repeated press is reported.
         let h8: Square = "h8".parse().unwrap();
         let ev = king_step_taken_back_misread(windowed_cfg(), true, Some(h8));
-        assert!(
-            ev.iter()
-                .any(|e| matches!(&e.body, EventBody::IllegalMove { uci, .. } if uci == "e1d2")),
-            "{ev:?}"
-        );
+        assert_eq!(illegal_ucis(&ev), ["e1d2"], "{ev:?}");
         let strict = TrackerConfig {
             taken_back_misfit_squares: 0,
             ..windowed_cfg()
         };
         let ev = king_step_taken_back_misread(strict, true, Some(h8));
         assert_eq!(moves(&ev), ["e1f1"], "{ev:?}");
-        assert!(
-            !ev.iter()
-                .any(|e| matches!(&e.body, EventBody::IllegalMove { .. })),
-            "{ev:?}"
-        );
+        assert_eq!(illegal_ucis(&ev), [""], "{ev:?}");
         // Without sides the press is left over between the committed moves: found too.
         let ev = king_step_taken_back(windowed_cfg(), false);
         assert_eq!(moves(&ev), ["e1f1"], "{ev:?}");
@@ -2086,28 +2171,36 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_clock_bumped_without_a_move_changes_nothing() {
-        // White bumps the clock without moving, then moves the king and presses again. (The
-        // calm frame after the bump lets "no change" answer it, so this holds without sides
-        // too: it checks that a repeated press reports nothing, not how the bump is answered.)
+    /// White presses twice before Black presses, then the calm view shows `e1f1`. With `bump`
+    /// the board is calm right after the first press (no move: "no change" answers it), else
+    /// a hand is over the board from before the first press until after the second (a move
+    /// made and taken back unseen). Checks what holds either way and returns the events.
+    fn white_presses_twice(cfg: TrackerConfig, rules: RuleSet, bump: bool) -> Vec<Event> {
         let a = BoardId::A;
         let fen = "4k3/8/8/8/8/8/r7/4K3 w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
-        let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), windowed_cfg()).unwrap();
+        let mut t = Tracker::new("t", 1, rules, Some(fen), cfg).unwrap();
         let mut ts = 0;
         let start = t.table().board(a).clone();
         let mut ev = feed(&mut t, a, &start, 3, 0.0, &mut ts);
+        if !bump {
+            ev.extend(feed(&mut t, a, &start, 3, 1.0, &mut ts));
+        }
         ev.extend(t.press_by(a, ts, Some(Color::White)));
-        ev.extend(feed(&mut t, a, &start, 1, 0.0, &mut ts));
+        ev.extend(feed(
+            &mut t,
+            a,
+            &start,
+            1,
+            if bump { 0.0 } else { 1.0 },
+            &mut ts,
+        ));
         ev.extend(feed(&mut t, a, &start, 3, 1.0, &mut ts));
         ev.extend(t.press_by(a, ts, Some(Color::White)));
         ev.extend(feed(&mut t, a, &play(&start, &["e1f1"]), 4, 0.0, &mut ts));
         assert_eq!(moves(&ev), ["e1f1"], "{ev:?}");
         assert!(
-            !ev.iter().any(|e| matches!(
-                &e.body,
-                EventBody::IllegalMove { .. } | EventBody::Desync { .. }
-            )),
+            !ev.iter()
+                .any(|e| matches!(&e.body, EventBody::Desync { .. })),
             "{ev:?}"
         );
         assert_eq!(
@@ -2115,6 +2208,107 @@ mod tests {
             0,
             "both presses are answered"
         );
+        ev
+    }
+
+    #[test]
+    fn a_clock_bumped_without_a_move_is_reported_and_changes_nothing() {
+        // The repeated press says a press went without a move (FIDE 7.5.4 treats that as an
+        // illegal move).
+        let ev = white_presses_twice(windowed_cfg(), RuleSet::fics(), true);
+        assert_eq!(illegal_ucis(&ev), [""], "{ev:?}");
+        let off = TrackerConfig {
+            repeated_press: false,
+            ..windowed_cfg()
+        };
+        assert!(illegal_ucis(&white_presses_twice(off, RuleSet::fics(), true)).is_empty());
+    }
+
+    #[test]
+    fn a_press_repeated_with_no_move_seen_is_reported_without_a_move() {
+        let run = |cfg, rules| white_presses_twice(cfg, rules, false);
+        let ev = run(windowed_cfg(), RuleSet::fics());
+        let reported: Vec<_> = ev
+            .iter()
+            .filter(|e| matches!(e.body, EventBody::IllegalMove { .. }))
+            .collect();
+        assert!(
+            matches!(
+                reported.as_slice(),
+                [Event { board: Some(BoardId::A), body: EventBody::IllegalMove {
+                    color: Color::White, uci, reason, text, applied: false, ..
+                }, .. }] if uci.is_empty() && reason == REPEATED_PRESS && text.contains("at 0.6 s")
+            ),
+            "{ev:?}"
+        );
+        // Switched off, or under rules where an illegal move stands until claimed: nothing.
+        let off = TrackerConfig {
+            repeated_press: false,
+            ..windowed_cfg()
+        };
+        assert!(illegal_ucis(&run(off, RuleSet::fics())).is_empty());
+        assert!(illegal_ucis(&run(windowed_cfg(), RuleSet::turnier())).is_empty());
+    }
+
+    /// Board A (White: king e1; Black: king e8, rook a2): White plays `e1f1` under a hand and
+    /// presses. Returns the tracker, its events, the time and the position after the move.
+    fn white_moves_the_king_and_presses() -> (Tracker, Vec<Event>, u64, crate::engine::Position) {
+        let a = BoardId::A;
+        let fen = "4k3/8/8/8/8/8/r7/4K3 w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), windowed_cfg()).unwrap();
+        let mut ts = 0;
+        let start = t.table().board(a).clone();
+        let mut ev = feed(&mut t, a, &start, 3, 0.0, &mut ts);
+        let moved = play(&start, &["e1f1"]);
+        ev.extend(feed(&mut t, a, &moved, 3, 1.0, &mut ts));
+        ev.extend(t.press_by(a, ts, Some(Color::White)));
+        (t, ev, ts, moved)
+    }
+
+    #[test]
+    fn a_press_repeated_behind_an_undecided_move_is_reported_at_once() {
+        // White moves and presses with the hand still over the board; Black presses (a move
+        // he takes back unseen) and presses again, all before any calm view: the repeated
+        // press is reported when it comes, and the calm view then commits both real moves.
+        let a = BoardId::A;
+        let (mut t, mut ev, mut ts, moved) = white_moves_the_king_and_presses();
+        ev.extend(feed(&mut t, a, &moved, 3, 1.0, &mut ts));
+        ev.extend(t.press_by(a, ts, Some(Color::Black)));
+        ev.extend(feed(&mut t, a, &moved, 3, 1.0, &mut ts));
+        let repeated = ts;
+        let at_press = t.press_by(a, ts, Some(Color::Black));
+        assert!(
+            matches!(
+                at_press.as_slice(),
+                [Event { ts, body: EventBody::IllegalMove { color: Color::Black, uci, reason, .. }, .. }]
+                    if *ts == repeated && uci.is_empty() && reason == REPEATED_PRESS
+            ),
+            "{at_press:?}"
+        );
+        ev.extend(at_press);
+        ev.extend(feed(&mut t, a, &play(&moved, &["e8d8"]), 4, 0.0, &mut ts));
+        assert_eq!(moves(&ev), ["e1f1", "e8d8"], "{ev:?}");
+        assert_eq!(illegal_ucis(&ev), [""], "reported once: {ev:?}");
+        assert_eq!(t.boards[a.index()].presses(), 0, "every press is answered");
+    }
+
+    #[test]
+    fn a_press_repeated_while_a_move_waits_for_its_press_is_reported() {
+        // White moves and presses; the calm view already shows Black's reply, so it is
+        // committed before its press. White then presses again before Black did.
+        let a = BoardId::A;
+        let (mut t, mut ev, mut ts, moved) = white_moves_the_king_and_presses();
+        let replied = play(&moved, &["e8d8"]);
+        ev.extend(feed(&mut t, a, &replied, 3, 1.0, &mut ts));
+        ev.extend(feed(&mut t, a, &replied, 4, 0.0, &mut ts));
+        assert_eq!(moves(&ev), ["e1f1", "e8d8"], "{ev:?}");
+        assert_eq!(
+            t.boards[a.index()].ahead,
+            1,
+            "the reply waits for its press"
+        );
+        let again = t.press_by(a, ts, Some(Color::White));
+        assert_eq!(illegal_ucis(&again), [""], "{again:?}");
     }
 
     /// White's knight went to f3, but the views after the press read it on h3 (f3 empty), so
