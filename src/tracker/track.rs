@@ -172,9 +172,10 @@ struct BoardTrack {
 #[derive(Debug, Clone, Copy)]
 struct PendingPress {
     ts: u64,
-    /// The same side pressed again before the other side pressed: the move of this press did
-    /// not stand (made and taken back, or no move at all), so no lasting move answers it.
-    void: bool,
+    /// When the same side pressed again before the other side pressed: the move of this press
+    /// did not stand (made and taken back, or no move at all), so no lasting move answers it
+    /// (a *void* press).
+    again: Option<u64>,
     /// Who pressed, when the clock feed says.
     side: Option<Color>,
     /// A void press already reported (see [`TrackerConfig::repeated_press`]).
@@ -199,9 +200,12 @@ impl BoardTrack {
         self.press_times.len() as u32
     }
 
-    /// Pending presses that vouch for a lasting move (not [`PendingPress::void`]).
+    /// Pending presses that vouch for a lasting move (not void: [`PendingPress::again`]).
     fn move_presses(&self) -> u32 {
-        self.press_times.iter().filter(|p| !p.void).count() as u32
+        self.press_times
+            .iter()
+            .filter(|p| p.again.is_none())
+            .count() as u32
     }
 
     fn new(pos: &crate::engine::Position) -> BoardTrack {
@@ -403,8 +407,8 @@ impl Tracker {
         let repeated = side.is_some() && bt.last_side == side;
         let earlier = PendingPress {
             ts: bt.last_press_ts,
-            void: true,
             side,
+            again: Some(ts),
             reported: false,
         };
         bt.last_side = side;
@@ -415,12 +419,12 @@ impl Tracker {
                 // Presses before it still wait for their moves, so it cannot be answered yet:
                 // say now that its move did not stand.
                 Some(last) if behind => {
-                    last.void = true;
+                    last.again = Some(ts);
                     last.reported = true;
                     let last = *last;
                     events.extend(self.repeated_press_alert(board, ts, last));
                 }
-                Some(last) => last.void = true,
+                Some(last) => last.again = Some(ts),
                 // The earlier press was answered already, by a move decided for it or by a
                 // view that showed no change: unless that was the illegal move, say now that
                 // its move did not stand.
@@ -450,8 +454,8 @@ impl Tracker {
         }
         bt.press_times.push_back(PendingPress {
             ts,
-            void: false,
             side,
+            again: None,
             reported: false,
         });
         bt.last_motion = Some(ts);
@@ -462,7 +466,7 @@ impl Tracker {
             best: None,
             view: None,
         });
-        if bt.press_times.front().is_some_and(|p| p.void) {
+        if bt.press_times.front().is_some_and(|p| p.again.is_some()) {
             // Nothing before the press whose move was taken back is pending: say so now, not
             // at the next commit.
             let aligned = bt.press_views.len() + 1 == bt.presses() as usize;
@@ -924,7 +928,7 @@ impl Tracker {
             && bt
                 .press_times
                 .iter()
-                .find(|p| !p.void)
+                .find(|p| p.again.is_none())
                 .is_some_and(|p| ts.saturating_sub(p.ts) >= self.cfg.overdue_ms)
             && !best.moves.is_empty();
         // The stream has ended: no later view can decide the pending presses, so the best
@@ -1313,7 +1317,7 @@ impl Tracker {
     }
 
     /// Answers the pending presses at the front of `b`'s queue whose move did not stand
-    /// ([`PendingPress::void`]): one whose view (`press_views[view + k]`, if the views are
+    /// ([`PendingPress::again`]): one whose view (`press_views[view + k]`, if the views are
     /// aligned) shows an illegal move of the side to move goes to the referee as that move;
     /// any other is dropped. Returns how many presses were answered.
     fn void_presses(
@@ -1327,7 +1331,7 @@ impl Tracker {
         while self.boards[b.index()]
             .press_times
             .front()
-            .is_some_and(|p| p.void)
+            .is_some_and(|p| p.again.is_some())
         {
             let bt = &self.boards[b.index()];
             if bt.press_times.front().is_some_and(|p| p.reported) {
@@ -1375,10 +1379,12 @@ impl Tracker {
             Color::White => ["White", "Black"],
             Color::Black => ["Black", "White"],
         };
+        // Times are relative: a live table's are milliseconds since the epoch.
         let text = format!(
-            "{mover} pressed the clock at {:.1} s and again before {other} pressed: the move of \
-             the first press was taken back, or there was none; the camera showed no illegal move",
-            press.ts as f64 / 1000.0,
+            "{mover} pressed the clock twice before {other} pressed (the first press {:.1} s \
+             before the second): the move of the first press was taken back, or there was none; \
+             the camera showed no illegal move",
+            press.again.unwrap_or(press.ts).saturating_sub(press.ts) as f64 / 1000.0,
         );
         let body = EventBody::IllegalMove {
             color,
@@ -2237,7 +2243,7 @@ mod tests {
                 reported.as_slice(),
                 [Event { board: Some(BoardId::A), body: EventBody::IllegalMove {
                     color: Color::White, uci, reason, text, applied: false, ..
-                }, .. }] if uci.is_empty() && reason == REPEATED_PRESS && text.contains("at 0.6 s")
+                }, .. }] if uci.is_empty() && reason == REPEATED_PRESS && text.contains("the first press 0.4 s before the second")
             ),
             "{ev:?}"
         );
