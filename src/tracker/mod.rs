@@ -27,17 +27,24 @@ pub use track::{Decision, Tracker, TrackerError};
 
 pub use crate::rules::SquareEvidence;
 
-/// Whether an event is the tracker's own finding about what the camera sees (desync, hidden
-/// pocket, missing hand-over) rather than its referee's verdict on an action. A consumer with its
-/// own referee replays [`Tracker::take_applied`] for the latter and passes only these on.
+/// The `state` of the `status` event a tracker raises when a board's clock feed named one
+/// player for several presses in a row: from then on it ignores who pressed.
+pub const CLOCK_SIDES_IGNORED: &str = "clock_sides_ignored";
+
+/// Whether an event is the tracker's own finding (desync, hidden pocket, missing hand-over, a
+/// press its player repeated, a clock feed whose sides it ignores) rather than its referee's
+/// verdict on an action. A consumer with its own referee replays [`Tracker::take_applied`] for
+/// the latter and passes only these on.
 pub fn raised_by_tracker(body: &crate::rules::EventBody) -> bool {
-    use crate::rules::EventBody;
-    matches!(
-        body,
+    use crate::rules::{EventBody, REPEATED_PRESS};
+    match body {
         EventBody::Desync { .. }
-            | EventBody::HiddenPocket { .. }
-            | EventBody::HandoverMissing { .. }
-    )
+        | EventBody::HiddenPocket { .. }
+        | EventBody::HandoverMissing { .. } => true,
+        EventBody::IllegalMove { reason, .. } => reason == REPEATED_PRESS,
+        EventBody::Status { state, .. } => state == CLOCK_SIDES_IGNORED,
+        _ => false,
+    }
 }
 
 use serde::{Deserialize, Serialize};

@@ -25,6 +25,10 @@ const POCKET_READINGS: usize = 5;
 const MAX_PRESS_VIEWS: usize = 12;
 /// Commit decisions per board a rewind may reach back over (within `rewind_moves` moves).
 const MAX_REWIND_DECISIONS: usize = 4;
+/// Presses in a row by one side after which a board's clock feed is taken to name the wrong
+/// side (a misconfigured bridge): from then on the sides it names are ignored.
+const SAME_SIDE_PRESSES: u32 = 4;
+
 /// Earlier best sequences kept in the search of a change under way (oldest dropped first).
 const MAX_CARRIED: usize = 8;
 
@@ -67,7 +71,9 @@ fn median_reading(readings: &std::collections::VecDeque<PocketReading>) -> Optio
     Some(out)
 }
 use super::pockets::PocketWatcher;
-use super::{Observation, PocketReading, SquareClass, SquareEvidence, TrackerConfig};
+use super::{
+    CLOCK_SIDES_IGNORED, Observation, PocketReading, SquareClass, SquareEvidence, TrackerConfig,
+};
 
 /// Why a tracker could not be created.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +114,11 @@ struct BoardTrack {
     last_side: Option<Color>,
     /// When the latest press on this board came.
     last_press_ts: u64,
+    /// Presses in a row by the side the latest press named.
+    same_side: u32,
+    /// The clock feed named one side for [`SAME_SIDE_PRESSES`] presses in a row: its sides are
+    /// ignored.
+    sides_ignored: bool,
     /// When the referee last answered a move committed on this board with `illegal_move`.
     illegal_ts: Option<u64>,
     /// Moves committed (with a clock feed) before their press arrived, e.g. a fast reply seen
@@ -242,6 +253,8 @@ impl BoardTrack {
             press_times: std::collections::VecDeque::new(),
             last_side: None,
             last_press_ts: 0,
+            same_side: 0,
+            sides_ignored: false,
             illegal_ts: None,
             ahead: 0,
             unexplained_since: None,
@@ -403,6 +416,26 @@ impl Tracker {
     pub fn press_by(&mut self, board: BoardId, ts: u64, side: Option<Color>) -> Vec<Event> {
         self.clock_feed = true;
         let mut events = Vec::new();
+        let bt = &mut self.boards[board.index()];
+        let mut side = side.filter(|_| !bt.sides_ignored);
+        if side.is_some() && bt.last_side == side {
+            bt.same_side += 1;
+        } else {
+            bt.same_side = 1;
+        }
+        if side.is_some() && bt.same_side >= SAME_SIDE_PRESSES {
+            bt.sides_ignored = true;
+            bt.last_side = None;
+            side = None;
+            let body = EventBody::Status {
+                state: CLOCK_SIDES_IGNORED.to_string(),
+                detail: format!(
+                    "board {board}: the clock named the same player for {SAME_SIDE_PRESSES} \
+                     presses in a row; which player pressed is ignored from now on"
+                ),
+            };
+            events.push(self.event(ts, Some(board), body));
+        }
         let bt = &mut self.boards[board.index()];
         let repeated = side.is_some() && bt.last_side == side;
         let earlier = PendingPress {
@@ -2139,6 +2172,12 @@ mod tests {
         let ev = king_step_taken_back(windowed_cfg(), true);
         assert_eq!(moves(&ev), ["e1f1"], "{ev:?}");
         assert_eq!(illegal_ucis(&ev), ["e1d2"], "{ev:?}");
+        // The referee's verdict on the move the tracker applied, not the tracker's own finding.
+        assert!(
+            ev.iter()
+                .filter(|e| matches!(e.body, EventBody::IllegalMove { .. }))
+                .all(|e| !crate::tracker::raised_by_tracker(&e.body))
+        );
         // The same without the press's view (switched off): the move stands, and the repeated
         // press is reported without a move; with that off too, nothing is said.
         let off = TrackerConfig {
@@ -2247,6 +2286,8 @@ mod tests {
             ),
             "{ev:?}"
         );
+        // Made by the tracker itself: a consumer with its own referee passes it on.
+        assert!(crate::tracker::raised_by_tracker(&reported[0].body));
         // Switched off, or under rules where an illegal move stands until claimed: nothing.
         let off = TrackerConfig {
             repeated_press: false,
@@ -2315,6 +2356,36 @@ mod tests {
         );
         let again = t.press_by(a, ts, Some(Color::White));
         assert_eq!(illegal_ucis(&again), [""], "{again:?}");
+    }
+
+    #[test]
+    fn a_clock_that_names_one_player_for_every_press_has_its_sides_ignored() {
+        // A bridge that reports White for every press of board A (nobody moves).
+        let a = BoardId::A;
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), None, windowed_cfg()).unwrap();
+        let mut ts = 0;
+        let start = t.table().board(a).clone();
+        let mut alerts = Vec::new();
+        for k in 1..=6 {
+            let ev = t.press_by(a, ts, Some(Color::White));
+            let ignored = ev.iter().any(|e| {
+                matches!(&e.body, EventBody::Status { state, .. } if state == CLOCK_SIDES_IGNORED)
+                    && crate::tracker::raised_by_tracker(&e.body)
+            });
+            assert_eq!(ignored, k == SAME_SIDE_PRESSES, "press {k}: {ev:?}");
+            alerts.push(illegal_ucis(&ev).len());
+            let ev = feed(&mut t, a, &start, 3, 0.0, &mut ts);
+            alerts.push(illegal_ucis(&ev).len());
+        }
+        // The repeats before the feed is found out are reported, none after.
+        let before: usize = alerts[..2 * SAME_SIDE_PRESSES as usize - 2].iter().sum();
+        let after: usize = alerts[2 * SAME_SIDE_PRESSES as usize - 2..].iter().sum();
+        assert_eq!(
+            (before, after),
+            (SAME_SIDE_PRESSES as usize - 2, 0),
+            "{alerts:?}"
+        );
+        assert!(t.boards[a.index()].sides_ignored);
     }
 
     /// White's knight went to f3, but the views after the press read it on h3 (f3 empty), so
