@@ -150,7 +150,9 @@ fn recorded_frames_and_clock_presses_become_refereed_moves() {
     // Each tracked move is judged: it stands (a move event) or is rejected (an illegal move).
     let rejected = log
         .iter()
-        .filter(|r| r["payload"]["type"] == "illegal_move" && r["payload"]["applied"] == false)
+        .map(|r| &r["payload"])
+        .filter(|p| p["type"] == "illegal_move" && p["applied"] == false)
+        .filter(|p| p["reason"] != "repeated_press")
         .count();
     assert_eq!(moves.len() + rejected, tracked_moves);
     // The recording holds 31 moves (13 on A, 18 on B); the committed models on this
@@ -239,4 +241,50 @@ fn a_bumped_camera_is_an_alert_with_its_frames_kept_and_the_boards_are_found_aga
             );
         }
     }
+}
+
+#[test]
+fn a_press_its_player_repeats_reaches_the_arbiter_as_an_illegal_move() {
+    // The recording's clock feed with one press of board A made twice by the same player, half
+    // a second apart (a move taken back after the press, or a press without a move).
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sim-game");
+    let game = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(fixture.join("frames"), game.path().join("frames")).unwrap();
+    let presses: Vec<Value> = lines(&fixture.join("clock.jsonl"));
+    let on_a: Vec<&Value> = presses.iter().filter(|p| p["board"] == "A").collect();
+    let first = on_a
+        .windows(2)
+        .find(|w| w[1]["ts_ms"].as_i64().unwrap() - w[0]["ts_ms"].as_i64().unwrap() >= 1500)
+        .map(|w| w[0].clone())
+        .expect("a press of board A with time after it");
+    let mut again = first.clone();
+    again["ts_ms"] = (first["ts_ms"].as_i64().unwrap() + 500).into();
+    again["move_index"] = Value::Null;
+    let mut feed: Vec<Value> = presses.clone();
+    feed.push(again);
+    feed.sort_by_key(|p| p["ts_ms"].as_i64().unwrap());
+    let text: String = feed.iter().map(|p| format!("{p}\n")).collect();
+    std::fs::write(game.path().join("clock.jsonl"), text).unwrap();
+
+    let run = watch_recording(game.path());
+    assert_eq!(run.acked, presses.len() + 1);
+    let evidence = run.summary.tables[0].evidence.clone().unwrap();
+    let log = lines(&evidence.join("log.jsonl"));
+    let reported: Vec<&Value> = log
+        .iter()
+        .map(|r| &r["payload"])
+        .filter(|p| p["type"] == "illegal_move" && p["reason"] == "repeated_press")
+        .collect();
+    assert_eq!(reported.len(), 1, "{reported:?}");
+    assert_eq!(reported[0]["board"], "A");
+    assert_eq!(reported[0]["color"], first["color"]);
+    assert_eq!(reported[0]["uci"], "");
+    // Journaled as the tracker's own finding, so that a restart replays it.
+    let journal = lines(&run.dir.path().join("state/t1/journal.jsonl"));
+    assert!(
+        journal
+            .iter()
+            .any(|l| l["input"] == "observed" && l["body"]["reason"] == "repeated_press"),
+        "no observed input for the report"
+    );
 }
