@@ -134,7 +134,8 @@ pub enum EventBody {
         color: Color,
         /// The piece as a FEN letter of the owner's colour.
         piece: String,
-        /// When the capture was committed (ms).
+        /// When the capture was made (ms): the time of the clock press it completed, else of the
+        /// view it was decided on.
         captured_ts: u64,
     },
 }

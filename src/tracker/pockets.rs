@@ -31,9 +31,9 @@ const LOOK_READINGS: u32 = 2;
 /// players move, and a single one then often catches a piece lifted for a drop the tracker has
 /// not decided yet.
 const SHORT_READINGS: u32 = 2;
-/// How long before a capture is committed its zone's look is taken as "before": the capture
-/// was made earlier (it is committed at the press or at stability), and the piece cannot reach
-/// the partner's zone before it was captured.
+/// How long before a capture was made (its press) its zone's look is taken as "before": the
+/// piece was lifted from the board before the press, and it cannot reach the partner's zone
+/// before it was captured.
 const BEFORE_CAPTURE_MS: u64 = 2000;
 /// How long zone looks are kept.
 const LOOK_HISTORY_MS: u64 = 12_000;
@@ -88,7 +88,10 @@ struct Handover {
     from: BoardId,
     color: Color,
     role: Role,
+    /// When the capture was made (reported as `captured_ts`).
     captured_ts: u64,
+    /// When the capture was committed: its grace period runs from then.
+    committed_ts: u64,
     reported: bool,
     /// Whether its absence may be alerted on (not when the capture was only guessed).
     alertable: bool,
@@ -171,34 +174,38 @@ impl PocketWatcher {
         self.on_board[board.index()] = shown;
     }
 
-    /// A piece left `from` (captured) at `ts`: it must appear in `piece.color`'s pocket on the
-    /// other board.
-    pub fn on_capture(&mut self, from: BoardId, piece: Piece, ts: u64) {
-        self.capture(from, piece, ts, true);
+    /// A piece left `from` (captured): it must appear in `piece.color`'s pocket on the other
+    /// board. `made` is when the capture was made (its clock press): the receiving zone's look
+    /// from before then is what an arrival is seen against. `ts` is when it was committed, often
+    /// seconds later (a chain decided at a later view): the grace period runs from then.
+    pub fn on_capture(&mut self, from: BoardId, piece: Piece, made: u64, ts: u64) {
+        self.capture(from, piece, made, ts, true);
     }
 
     /// As [`PocketWatcher::on_capture`] for a capture the tracker only guessed
     /// ([`crate::rules::MoveReading::guess`]): the hand-over is expected (it explains a short
     /// pocket) but its absence raises no `handover_missing`, since the capture may not have
     /// happened.
-    pub fn on_guessed_capture(&mut self, from: BoardId, piece: Piece, ts: u64) {
-        self.capture(from, piece, ts, false);
+    pub fn on_guessed_capture(&mut self, from: BoardId, piece: Piece, made: u64, ts: u64) {
+        self.capture(from, piece, made, ts, false);
     }
 
-    fn capture(&mut self, from: BoardId, piece: Piece, ts: u64, alertable: bool) {
+    fn capture(&mut self, from: BoardId, piece: Piece, made: u64, ts: u64, alertable: bool) {
         if piece.role != Role::King {
+            let made = made.min(ts);
             let zone = &self.zones[from.other().index()][piece.color.index()];
             let before = zone
                 .history
                 .iter()
                 .rev()
-                .find(|(t, _)| t + BEFORE_CAPTURE_MS <= ts)
+                .find(|(t, _)| t + BEFORE_CAPTURE_MS <= made)
                 .copied();
             self.pending.push(Handover {
                 from,
                 color: piece.color,
                 role: piece.role,
-                captured_ts: ts,
+                captured_ts: made,
+                committed_ts: ts,
                 reported: false,
                 alertable,
                 before,
@@ -390,7 +397,7 @@ impl PocketWatcher {
                         && confirmed
                         && !h.reported
                         && h.readings >= HANDOVER_READINGS
-                        && ts.saturating_sub(h.captured_ts) >= self.grace_ms
+                        && ts.saturating_sub(h.committed_ts) >= self.grace_ms
                     {
                         h.reported = true;
                         out.push(EventBody::HandoverMissing {
@@ -785,7 +792,7 @@ mod tests {
         assert_eq!(events.len(), 1, "{events:?}");
         // Board B captures a white knight: the engine now holds two, the pocket shows none yet.
         t = table_with_two_white_knights_in_a_pocket();
-        w.on_capture(BoardId::B, WHITE_KNIGHT, 1600);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 1600, 1600);
         let mut later = Vec::new();
         for ts in (1600..=2000).step_by(100) {
             later.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [0; 2]));
@@ -855,9 +862,9 @@ mod tests {
         let run = |guessed: bool| {
             let mut w = PocketWatcher::new(1000);
             if guessed {
-                w.on_guessed_capture(BoardId::B, WHITE_KNIGHT, 0);
+                w.on_guessed_capture(BoardId::B, WHITE_KNIGHT, 0, 0);
             } else {
-                w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+                w.on_capture(BoardId::B, WHITE_KNIGHT, 0, 0);
             }
             let mut events = Vec::new();
             for ts in (100..=3000).step_by(100) {
@@ -881,8 +888,8 @@ mod tests {
     fn a_retracted_capture_leaves_no_hand_over_pending() {
         // A capture the tracker misread and took back never sent anything to the partner.
         let mut w = PocketWatcher::new(1000);
-        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
-        w.on_capture(BoardId::B, WHITE_KNIGHT, 500);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 0, 0);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 500, 500);
         w.on_capture_retracted(BoardId::B, WHITE_KNIGHT);
         assert_eq!(w.pending(BoardId::A), 1);
         // Only a hand-over of that piece from that board is dropped.
@@ -903,7 +910,7 @@ mod tests {
         .unwrap();
         let mut w = PocketWatcher::new(1000);
         // The engine counted two knights when the capture was committed; one is dropped.
-        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 0, 0);
         w.on_drop(BoardId::A, Color::White, Role::Knight, 1, 200);
         assert_eq!(w.pending(BoardId::A), 1);
         let mut events = Vec::new();
@@ -919,7 +926,7 @@ mod tests {
         );
         // Held nothing before: the dropped knight must be the one handed over.
         let mut w = PocketWatcher::new(1000);
-        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 0, 0);
         w.on_drop(BoardId::A, Color::White, Role::Knight, 0, 200);
         assert_eq!(w.pending(BoardId::A), 0);
     }
@@ -934,7 +941,7 @@ mod tests {
         .unwrap();
         for (out_of_view, alerts) in [([true, true], 0), ([true, false], 1), ([false, false], 2)] {
             let mut w = PocketWatcher::new(1000);
-            w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+            w.on_capture(BoardId::B, WHITE_KNIGHT, 0, 0);
             let r = PocketReading {
                 out_of_view,
                 ..reading(0)
@@ -966,7 +973,7 @@ mod tests {
     fn a_capture_never_handed_over_is_handover_missing() {
         let t = table_with_white_knight_in_a_pocket();
         let mut w = PocketWatcher::new(1000);
-        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 0, 0);
         let mut events = Vec::new();
         for ts in (0..=5000).step_by(100) {
             events.extend(w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, [0; 2]));
@@ -999,7 +1006,7 @@ mod tests {
         let t = table_with_white_knight_in_a_pocket();
         let run = |totals: bool, shown: PocketReading| {
             let mut w = PocketWatcher::new(1000).judging_totals(totals);
-            w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+            w.on_capture(BoardId::B, WHITE_KNIGHT, 0, 0);
             feed(&mut w, &t, 0, 5000, |_| shown)
         };
         let misnamed = showing(Role::Pawn, 1);
@@ -1021,7 +1028,7 @@ mod tests {
         let t = table_with_white_knight_in_a_pocket();
         let white_undecided = [1, 0];
         let mut w = PocketWatcher::new(1000);
-        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 0, 0);
         assert!(
             w.on_reading(
                 BoardId::A,
@@ -1050,7 +1057,7 @@ mod tests {
         // only at the second reading of its zone since the capture was committed.
         for undecided in [[0, 0], [0, 1]] {
             let mut w = PocketWatcher::new(1000);
-            w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+            w.on_capture(BoardId::B, WHITE_KNIGHT, 0, 0);
             let mut alerts = |ts| {
                 w.on_reading(BoardId::A, ts, &reading(0), [true; 2], &t, undecided)
                     .len()
@@ -1097,7 +1104,7 @@ mod tests {
         for ts in [0, 200, 400] {
             w.on_reading(BoardId::A, ts, &reading(1), [true; 2], &before, [0; 2]);
         }
-        w.on_capture(BoardId::B, WHITE_KNIGHT, 500);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 500, 500);
         w.on_reading(BoardId::A, 600, &reading(1), [true; 2], &t, [0; 2]);
         assert_eq!(w.pending(BoardId::A), 0);
         let mut events = Vec::new();
@@ -1118,7 +1125,7 @@ mod tests {
         let mut events = Vec::new();
         for ts in (0..=6000).step_by(100) {
             if ts == 800 {
-                w.on_capture(BoardId::B, WHITE_KNIGHT, ts);
+                w.on_capture(BoardId::B, WHITE_KNIGHT, ts, ts);
             }
             let (t, visible) = match ts {
                 0..800 => (&one, 0),
@@ -1145,7 +1152,7 @@ mod tests {
     fn a_handover_that_arrives_clears_the_pending_capture() {
         let t = table_with_white_knight_in_a_pocket();
         let mut w = PocketWatcher::new(1000);
-        w.on_capture(BoardId::B, WHITE_KNIGHT, 0);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 0, 0);
         let mut events = Vec::new();
         for ts in (0..=3000).step_by(100) {
             let r = if ts < 600 { reading(0) } else { reading(1) };
@@ -1164,21 +1171,44 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_capture_committed_late_is_looked_for_before_it_is_missing() {
-        // The capture's press was at 3000 and it is committed at 8000 with that time, its grace
-        // over at once; the knight was set down at 3500 and the reader never counts it.
-        let before = Table::new();
-        let after = table_with_white_knight_in_a_pocket();
-        let zone = |ts: u64| {
+    /// White's zone on board A as time goes: empty, and from `at` on a knight covers three of
+    /// its blocks, which the reader never counts.
+    fn knight_set_down_at(at: u64) -> impl Fn(u64) -> PocketReading {
+        move |ts| {
             let mut r = looking(0, 60);
-            if ts >= 3500 {
-                for block in &mut r.looks.as_mut().unwrap()[0][9..12] {
-                    *block = [200; 3];
-                }
+            if ts >= at {
+                r.looks.as_mut().unwrap()[0][9..12].fill([200; 3]);
             }
             r
-        };
+        }
+    }
+
+    /// With `arrived`, the hand-over to A's White zone arrived and nothing was raised; else it
+    /// is reported missing, once, with `captured` as its capture's time.
+    fn seen_arriving_or_missing(
+        w: &PocketWatcher,
+        events: &[EventBody],
+        arrived: bool,
+        captured: u64,
+    ) {
+        if arrived {
+            assert!(events.is_empty(), "{events:?}");
+            assert_eq!(w.pending(BoardId::A), 0);
+        } else {
+            assert!(
+                matches!(events, [EventBody::HandoverMissing { captured_ts, .. }] if *captured_ts == captured),
+                "{events:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_capture_committed_late_is_looked_for_before_it_is_missing() {
+        // The capture's press was at 3000 and it is committed at 8000; the knight was set down
+        // at 3500 and the reader never counts it.
+        let before = Table::new();
+        let after = table_with_white_knight_in_a_pocket();
+        let zone = knight_set_down_at(3500);
         for arrived in [true, false] {
             let mut w = PocketWatcher::new(1000).with_looks(10.0);
             let mut events = Vec::new();
@@ -1187,7 +1217,7 @@ mod tests {
                     continue; // hands over the board
                 }
                 if ts == 8000 {
-                    w.on_capture(BoardId::B, WHITE_KNIGHT, 3000);
+                    w.on_capture(BoardId::B, WHITE_KNIGHT, 3000, 8000);
                 }
                 let t = if ts < 8000 { &before } else { &after };
                 let r = if arrived { zone(ts) } else { zone(0) };
@@ -1196,21 +1226,29 @@ mod tests {
                     assert!(events.is_empty(), "alerted at the commit: {events:?}");
                 }
             }
-            if arrived {
-                assert!(events.is_empty(), "{events:?}");
-                assert_eq!(w.pending(BoardId::A), 0);
-            } else {
-                assert!(
-                    matches!(
-                        events.as_slice(),
-                        [EventBody::HandoverMissing {
-                            captured_ts: 3000,
-                            ..
-                        }]
-                    ),
-                    "{events:?}"
-                );
+            seen_arriving_or_missing(&w, &events, arrived, 3000);
+        }
+    }
+
+    #[test]
+    fn a_capture_is_seen_arriving_against_the_zone_before_it_was_made() {
+        // The capture is pressed at 2200 and committed with three more moves at 6000; the
+        // knight was set down at 2500 and the reader never counts it. Dated to the commit, the
+        // zone's look "before" (at 4000) already shows the knight and nothing ever arrives.
+        let before = Table::new();
+        let after = table_with_white_knight_in_a_pocket();
+        let zone = knight_set_down_at(2500);
+        for made in [2200, 6000] {
+            let mut w = PocketWatcher::new(1000).with_looks(10.0);
+            let mut events = Vec::new();
+            for ts in (0..=11_000).step_by(200) {
+                if ts == 6000 {
+                    w.on_capture(BoardId::B, WHITE_KNIGHT, made, ts);
+                }
+                let t = if ts < 6000 { &before } else { &after };
+                events.extend(w.on_reading(BoardId::A, ts, &zone(ts), [true; 2], t, [0; 2]));
             }
+            seen_arriving_or_missing(&w, &events, made == 2200, made);
         }
     }
 
@@ -1224,7 +1262,7 @@ mod tests {
         // at 2400), and the reader never counts it.
         for ts in (0..=8000).step_by(200) {
             if ts == 2600 {
-                w.on_capture(BoardId::B, WHITE_KNIGHT, ts);
+                w.on_capture(BoardId::B, WHITE_KNIGHT, ts, ts);
             }
             let t = if ts < 2600 { &before } else { &after };
             let level = if ts < 2400 { 60 } else { 61 };
@@ -1257,7 +1295,7 @@ mod tests {
                 [0; 2],
             ));
         }
-        w.on_capture(BoardId::B, WHITE_KNIGHT, 2400);
+        w.on_capture(BoardId::B, WHITE_KNIGHT, 2400, 2400);
         for ts in (2400..=5000).step_by(200) {
             events.extend(w.on_reading(BoardId::A, ts, &looking(0, 60), [true; 2], &after, [0; 2]));
         }

@@ -1647,6 +1647,13 @@ impl Tracker {
     ) -> Vec<Event> {
         let mover = self.referee.table().board(b).turn();
         let before = partner_pockets(self.referee.table(), b);
+        // A move was made by the time of the press it completes: a chain decided at a view
+        // seconds later must not date its captures (and the receiving zone's look from before
+        // them, against which a hand-over is seen arriving) to that view.
+        let made_ts = match self.boards[b.index()].press_times.front() {
+            Some(p) if press && self.clock_feed => p.ts.min(ts),
+            _ => ts,
+        };
         let action = Action::Move {
             board: b,
             notation: mv.to_uci().to_string(),
@@ -1668,9 +1675,9 @@ impl Tracker {
         // Whatever reached the other board's pockets is a pending hand-over.
         for piece in pieces_added(&before, &partner_pockets(table, b)) {
             if reading.guess && !self.cfg.guessed_capture_alerts {
-                self.pockets.on_guessed_capture(b, piece, ts);
+                self.pockets.on_guessed_capture(b, piece, made_ts, ts);
             } else {
-                self.pockets.on_capture(b, piece, ts);
+                self.pockets.on_capture(b, piece, made_ts, ts);
             }
         }
         if let crate::engine::Move::Drop { role, .. } = mv {
@@ -3115,6 +3122,51 @@ mod tests {
             )
         });
         ev
+    }
+
+    #[test]
+    fn a_capture_decided_after_its_press_dates_its_hand_over_to_the_press() {
+        // White's e4xd5 on board A is pressed while a hand still covers the board; the board is
+        // calm again 1.6 s later and the capture is committed then. The black pawn never shows
+        // in board B's Black zone.
+        let (a, b) = (BoardId::A, BoardId::B);
+        let fen = "4k3/8/8/3p4/4P3/8/8/4K3 w - - 0 1 | 4k3/8/8/8/8/8/8/4K3 w - - 0 1";
+        let mut t =
+            Tracker::new("t", 1, RuleSet::fics(), Some(fen), TrackerConfig::default()).unwrap();
+        let start = t.table().board(a).clone();
+        let other = t.table().board(b).clone();
+        let mut ts = 0;
+        let mut ev = feed(&mut t, a, &start, 3, 0.0, &mut ts);
+        ev.extend(feed(&mut t, a, &start, 3, 1.0, &mut ts));
+        let pressed = ts;
+        ev.extend(t.press(a, pressed));
+        ev.extend(feed(&mut t, a, &start, 16, 1.0, &mut ts));
+        ev.extend(feed(&mut t, a, &play(&start, &["e4d5"]), 4, 0.0, &mut ts));
+        assert_eq!(moves(&ev), ["e4d5"], "{ev:?}");
+        let committed = ev
+            .iter()
+            .find(|e| matches!(e.body, EventBody::Move { .. }))
+            .map(|e| e.ts)
+            .unwrap();
+        assert!(committed > pressed + 1000, "committed at {committed}");
+        for _ in 0..60 {
+            let o = Observation::exact(b, ts, &other, 0.0);
+            ev.extend(t.observe(&with_pocket(o, (1, Role::Pawn), 0)));
+            ts += 100;
+        }
+        let missing: Vec<_> = ev
+            .iter()
+            .filter_map(|e| match &e.body {
+                EventBody::HandoverMissing { captured_ts, .. } => Some((e.ts, *captured_ts)),
+                _ => None,
+            })
+            .collect();
+        // Dated to the press; due `pocket_grace_ms` after the commit (the watcher learned of the
+        // capture only then).
+        assert!(
+            matches!(missing.as_slice(), [(at, captured)] if *captured == pressed && *at >= committed + 3000),
+            "pressed {pressed}, committed {committed}: {missing:?}"
+        );
     }
 
     #[test]
