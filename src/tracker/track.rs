@@ -1649,9 +1649,10 @@ impl Tracker {
         let before = partner_pockets(self.referee.table(), b);
         // A move was made by the time of the press it completes: a chain decided at a view
         // seconds later must not date its captures (and the receiving zone's look from before
-        // them, against which a hand-over is seen arriving) to that view.
+        // them, against which a hand-over is seen arriving) to that view. (The watcher keeps
+        // it no later than `ts`.)
         let made_ts = match self.boards[b.index()].press_times.front() {
-            Some(p) if press && self.clock_feed => p.ts.min(ts),
+            Some(p) if press && self.clock_feed => p.ts,
             _ => ts,
         };
         let action = Action::Move {
