@@ -4,7 +4,8 @@
 //! over the longer of the two (one missed move costs one move). Incidents: an injected
 //! `illegal-move` is detected by an `illegal_move` event, `missing-handover` by
 //! `handover_missing`, `hidden-pocket` by `hidden_pocket`, each on the incident's board between
-//! its start and its end + pocket grace + 1 s. False alerts: `desync` (lost), and `illegal_move`
+//! its start and its end + pocket grace + 1 s (an illegal move: until 2 s after the press of
+//! the move played instead, see `incident_window`). False alerts: `desync` (lost), and `illegal_move`
 //! or pocket alerts that match no injected incident. Latency: wall time of the `press` or
 //! `frame` call that returned a move event (motion, reading and tracking; JPEG decoding is
 //! reported separately as `decode_ms`).
@@ -587,12 +588,9 @@ pub fn eval_game(
     let moves_committed = committed[0].len() + committed[1].len();
 
     let grace = opts.watch.tracker.pocket_grace_ms;
-    let slack = |kind: &str| {
-        if kind == "illegal-move" {
-            2000
-        } else {
-            grace + 1000
-        }
+    let presses = game.clock();
+    let window = |inc: &super::simgame::IncidentInfo| {
+        incident_window(inc, board_of(&inc.board), presses.presses(), grace)
     };
     let mut matched = vec![false; events.len()];
     let mut scores: Vec<IncidentScore> = ["illegal-move", "missing-handover", "hidden-pocket"]
@@ -627,12 +625,12 @@ pub fn eval_game(
             continue;
         }
         score.injected += 1;
+        let (from, to) = window(inc);
         let hit = events.iter().enumerate().position(|(k, e)| {
             !matched[k]
                 && alert_type(&e.event) == Some(want)
                 && names_incident(inc, zone, &e.event, board)
-                && e.event.ts >= inc.ts_ms[0]
-                && e.event.ts <= inc.ts_ms[1] + slack(&inc.kind)
+                && (from..=to).contains(&e.event.ts)
         });
         if let Some(k) = hit {
             matched[k] = true;
@@ -670,8 +668,10 @@ pub fn eval_game(
                             || (matches!(t, "hidden_pocket" | "handover_missing")
                                 && i.kind != "illegal-move"))
                         && names_incident(i, None, &e.event, board_of(&i.board))
-                        && e.event.ts >= i.ts_ms[0]
-                        && e.event.ts <= i.ts_ms[1] + slack(&i.kind)
+                        && {
+                            let (from, to) = window(i);
+                            (from..=to).contains(&e.event.ts)
+                        }
                 });
             if !explained {
                 false_alerts += 1;
@@ -761,6 +761,28 @@ fn names_incident(
         _ => None,
     };
     zone.is_none() || named == zone
+}
+
+/// When an alert may answer an injected incident: from its start until its end plus the pocket
+/// grace and a second for pocket incidents; for an illegal move until 2 s after the press that
+/// completed the move played instead (the first press on its board after the incident's end),
+/// because a move pressed and taken back shows as a second press of the same player
+/// (`repeated_press`) only at that press.
+fn incident_window(
+    inc: &super::simgame::IncidentInfo,
+    board: Option<BoardId>,
+    presses: &[ClockPress],
+    grace: u64,
+) -> (u64, u64) {
+    let [start, end] = inc.ts_ms;
+    if inc.kind != "illegal-move" {
+        return (start, end + grace + 1000);
+    }
+    let completed = presses
+        .iter()
+        .find(|p| Some(p.board) == board && p.ts > end)
+        .map_or(end, |p| p.ts);
+    (start, completed.max(end) + 2000)
 }
 
 /// Motion detection against the truth's hands, per board.
@@ -1001,6 +1023,44 @@ mod tests {
             &alert(BoardId::A, shown),
             b
         ));
+    }
+
+    #[test]
+    fn an_illegal_move_is_answered_until_the_press_of_the_move_played_instead() {
+        let inc = |kind: &str| super::super::simgame::IncidentInfo {
+            kind: kind.into(),
+            move_index: 34,
+            board: "B".into(),
+            san: "Nxd5".into(),
+            ts_ms: [33_590, 36_123],
+        };
+        let press = |ts, board| ClockPress {
+            ts,
+            board,
+            side: None,
+        };
+        // The illegal step's own press (34.5 s), a press on the other board, then the
+        // replacement move's press on B 2.7 s after the king was taken back.
+        let presses = [
+            press(34_510, BoardId::B),
+            press(36_868, BoardId::A),
+            press(38_869, BoardId::B),
+        ];
+        let b = Some(BoardId::B);
+        assert_eq!(
+            incident_window(&inc("illegal-move"), b, &presses, 4000),
+            (33_590, 40_869)
+        );
+        assert_eq!(
+            incident_window(&inc("illegal-move"), b, &presses[..2], 4000),
+            (33_590, 38_123),
+            "no later press: 2 s after the end"
+        );
+        assert_eq!(
+            incident_window(&inc("hidden-pocket"), b, &presses, 4000),
+            (33_590, 41_123),
+            "pocket incidents keep the grace"
+        );
     }
 
     #[test]

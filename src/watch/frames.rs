@@ -155,6 +155,11 @@ impl ClockFeed {
         &self.presses[start..self.next]
     }
 
+    /// Every press of the feed, in time order (handed out or not).
+    pub fn presses(&self) -> &[ClockPress] {
+        &self.presses
+    }
+
     /// Number of presses in the feed.
     pub fn len(&self) -> usize {
         self.presses.len()
