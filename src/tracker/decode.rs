@@ -403,6 +403,11 @@ pub struct Evidence {
     /// Which paths are searched depends on them, never a score; among chains that end on the
     /// same squares with equal scores, the one that shares more first moves with them wins.
     pub carried: Vec<Vec<Move>>,
+    /// With a clock feed: what the board showed after each pending press but the latest
+    /// (`views[i]` after the press of the chain's move `i`; `None` where no frame was seen);
+    /// empty when the presses and views are not aligned. Scored with
+    /// [`TrackerConfig::press_view_nats`].
+    pub views: Vec<Option<LogLik>>,
 }
 
 impl Default for Evidence {
@@ -414,6 +419,7 @@ impl Default for Evidence {
             transient_time: [0; 32],
             presses: None,
             carried: Vec::new(),
+            views: Vec::new(),
         }
     }
 }
@@ -574,6 +580,39 @@ impl<'a> Decoder<'a> {
         (score, fp)
     }
 
+    /// What press `depth`'s view says of a chain whose first `depth` moves leave the squares
+    /// `classes` with `changes` applied: its gain over the tracked position on the squares
+    /// that differ from it, each clamped to ±`disagree_nats`, times `press_view_nats`. Zero
+    /// without such a view.
+    fn view_term(
+        &self,
+        ev: &Evidence,
+        depth: usize,
+        classes: &[SquareClass; 64],
+        changes: &Changes,
+    ) -> f32 {
+        let w = self.cfg.press_view_nats;
+        let Some(Some(view)) = ev.views.get(depth.wrapping_sub(1)) else {
+            return 0.0;
+        };
+        if w == 0.0 {
+            return 0.0;
+        }
+        let mut after = *classes;
+        for &(sq, c) in &changes.0[..changes.1] {
+            after[sq.index()] = c;
+        }
+        let cap = self.cfg.disagree_nats;
+        let gain: f32 = Square::all()
+            .filter(|sq| after[sq.index()] != self.base[sq.index()])
+            .map(|sq| {
+                (view.get(sq, after[sq.index()]) - view.get(sq, self.base[sq.index()]))
+                    .clamp(-cap, cap)
+            })
+            .sum();
+        w * gain
+    }
+
     /// The node after `m` from `node`, scored as the search scores it; `None` if `m` is not
     /// legal there (or a steal promotion, which only the first move of a search may be).
     fn grow(&self, ll: &LogLik, ev: &Evidence, node: &Node, m: Move) -> Option<Node> {
@@ -588,6 +627,7 @@ impl<'a> Decoder<'a> {
         let (score, fp) = self.extend(ll, node, &changes);
         let (pd, pfp) = self.pocket_term(ev, node, m);
         let (td, shown, last_t) = self.transient_term(ev, node.shown, node.last_t, &changes);
+        let vd = self.view_term(ev, node.seq.len + 1, &node.classes, &changes);
         let mut classes = node.classes;
         for &(sq, c) in &changes.0[..changes.1] {
             classes[sq.index()] = c;
@@ -600,7 +640,7 @@ impl<'a> Decoder<'a> {
             seq: node.seq.push(m),
             pos,
             classes,
-            score: score + pd + td + promotion_prior(m) + plausible,
+            score: score + pd + td + vd + promotion_prior(m) + plausible,
             plaus: node.plaus + plausible,
             fp: fp.wrapping_add(pfp),
             drops,
@@ -729,8 +769,9 @@ impl<'a> Decoder<'a> {
             let (score, fp) = self.extend(ll, &root, &changes);
             let (pd, pfp) = self.pocket_term(ev, &root, m1);
             let (td, shown, last_t) = self.transient_term(ev, 0, 0, &changes);
+            let vd = self.view_term(ev, 1, &self.base, &changes);
             let (score, fp) = (
-                score + pd + td + promotion_prior(m1) + plausible[i1],
+                score + pd + td + vd + promotion_prior(m1) + plausible[i1],
                 fp.wrapping_add(pfp),
             );
             top.offer(
@@ -805,7 +846,8 @@ impl<'a> Decoder<'a> {
                     let (pd, pfp) = self.pocket_term(ev, node, m);
                     let (td, shown, last_t) =
                         self.transient_term(ev, node.shown, node.last_t, &changes);
-                    let score = score + pd + td + promotion_prior(m) + plausible[ri];
+                    let vd = self.view_term(ev, depth, &node.classes, &changes);
+                    let score = score + pd + td + vd + promotion_prior(m) + plausible[ri];
                     let fp = fp.wrapping_add(pfp);
                     let plaus = node.plaus + plausible[ri];
                     top.offer(
@@ -1742,6 +1784,59 @@ mod tests {
 
     fn ucis(moves: &[Move]) -> Vec<String> {
         moves.iter().map(|m| m.to_uci().to_string()).collect()
+    }
+
+    #[test]
+    fn the_view_after_a_press_tells_a_chain_the_latest_view_cannot() {
+        let v = Variant::default();
+        let t = Table::default();
+        let b = BoardId::A;
+        // Two presses: `e2e4 e7e5`. The latest view leans to a pawn on e3 (the pawn on e4
+        // hides behind e5's, say); the view after White's press showed it on e4.
+        let mut latest = Observation::exact(b, 0, &after(&t, b, &["e2e4", "e7e5"]), 0.0);
+        let lean = |pawn: f32| {
+            let mut p = [0.0; SquareClass::COUNT];
+            p[SquareClass::Empty.index()] = 1.0 - pawn;
+            p[SquareClass::of(Some(crate::engine::Piece {
+                color: Color::White,
+                role: crate::engine::Role::Pawn,
+            }))
+            .index()] = pawn;
+            p
+        };
+        let e3 = "e3".parse().unwrap();
+        let e4 = "e4".parse().unwrap();
+        latest.set_square(e3, lean(0.8)).unwrap();
+        latest.set_square(e4, lean(0.2)).unwrap();
+        let first = Observation::exact(b, 0, &after(&t, b, &["e2e4"]), 0.0);
+        let decode = |weight: f32| {
+            let cfg = TrackerConfig {
+                press_view_nats: weight,
+                ..TrackerConfig::default()
+            };
+            let ev = Evidence {
+                presses: Some(2),
+                views: vec![Some(LogLik::from_observation(&first, &cfg))],
+                ..Evidence::default()
+            };
+            let ll = LogLik::from_observation(&latest, &cfg);
+            let d = Decoder::new(&t, b, &v, &cfg).decode(&ll, None, false, &ev);
+            (ucis(&d.best.moves), d.margin())
+        };
+        assert_eq!(decode(0.0).0, ["e2e3", "e7e5"], "the latest view alone");
+        let (best, margin) = decode(0.5);
+        assert_eq!(best, ["e2e4", "e7e5"]);
+        assert!(margin > 1.5, "the press view decides it clearly: {margin}");
+        // Without a view for that press the chain is the latest view's again.
+        let cfg = TrackerConfig::default();
+        let ev = Evidence {
+            presses: Some(2),
+            views: vec![None],
+            ..Evidence::default()
+        };
+        let ll = LogLik::from_observation(&latest, &cfg);
+        let d = Decoder::new(&t, b, &v, &cfg).decode(&ll, None, false, &ev);
+        assert_eq!(ucis(&d.best.moves), ["e2e3", "e7e5"]);
     }
 
     #[test]

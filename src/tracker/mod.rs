@@ -384,6 +384,12 @@ pub struct TrackerConfig {
     pub press_mismatch_nats: f32,
     /// Cost of a move order that contradicts when the squares were seen changing.
     pub order_nats: f32,
+    /// With a clock feed, weight of the views after the pending presses in choosing a chain:
+    /// press `i`'s view should show the chain's first `i` moves, and each chain earns this
+    /// times that view's log-likelihood gain over the tracked position on the squares its
+    /// first `i` moves change (each square's gain clamped to ±`disagree_nats`, since a view
+    /// may be the least-moving one with a hand in it). 0 = off: the views only order a chain.
+    pub press_view_nats: f32,
     /// How long (ms) an undecided but fully explained board may wait for more evidence before
     /// the best hypothesis is committed anyway (waiting on the same view helps no further).
     pub undecided_commit_ms: u64,
@@ -538,6 +544,7 @@ impl Default for TrackerConfig {
             pocket_confirm_nats: 1.0,
             transient_nats: 1.0,
             order_nats: 0.3,
+            press_view_nats: 0.5,
             press_mismatch_nats: 3.0,
             undecided_commit_ms: 1000,
             commit_margin: 3.0,
@@ -618,6 +625,9 @@ impl TrackerConfig {
         }
         if !(0.0..=1.0).contains(&self.pocket_min_confidence) {
             return bad("pocket_min_confidence must be a probability in [0, 1] (0 = off)");
+        }
+        if !(self.press_view_nats.is_finite() && self.press_view_nats >= 0.0) {
+            return bad("press_view_nats must be a non-negative number (0 = off)");
         }
         if !(self.pocket_confirm_nats.is_finite() && self.pocket_confirm_nats >= 0.0) {
             return bad("pocket_confirm_nats must be a non-negative number (0 = off)");

@@ -157,6 +157,9 @@ struct BoardTrack {
     /// latest press's view is in `window`). When a decision commits several moves at once,
     /// these tell their order: after press `i` the board showed the first `i` moves.
     press_views: std::collections::VecDeque<Option<LogLik>>,
+    /// Per entry of `press_views`: whether that view was calm (not the least-moving one with
+    /// a hand in it). Kept in step by `push_press_view` / `drain_press_views`.
+    press_view_calm: std::collections::VecDeque<bool>,
     /// The decision under way is tentative (a single calm or the least-moving observation after
     /// a press, not a stable run): it may commit a move that explains every square, nothing else.
     tentative: bool,
@@ -211,6 +214,39 @@ impl BoardTrack {
         self.press_times.len() as u32
     }
 
+    /// The views after the pending presses but the latest, one per pressed move in order,
+    /// when every pending press vouches for a move and each but the latest has its view; else
+    /// none (a view could then belong to another move).
+    fn aligned_press_views(&self) -> Vec<Option<LogLik>> {
+        let n = self.press_views.len();
+        if n == 0 || n + 1 != self.presses() as usize || self.move_presses() != self.presses() {
+            return Vec::new();
+        }
+        self.press_views
+            .iter()
+            .zip(&self.press_view_calm)
+            .map(|(v, &calm)| v.clone().filter(|_| calm))
+            .collect()
+    }
+
+    /// Keeps the view after a press whose window just closed (`motion` of that view).
+    fn push_press_view(&mut self, view: Option<(f32, LogLik)>, motion_threshold: f32) {
+        if self.press_views.len() == MAX_PRESS_VIEWS {
+            self.press_views.pop_front();
+            self.press_view_calm.pop_front();
+        }
+        self.press_view_calm
+            .push_back(view.as_ref().is_some_and(|(m, _)| *m < motion_threshold));
+        self.press_views.push_back(view.map(|(_, ll)| ll));
+    }
+
+    /// Forgets the first `n` press views (their presses are answered).
+    fn drain_press_views(&mut self, n: usize) {
+        let n = n.min(self.press_views.len());
+        self.press_views.drain(..n);
+        self.press_view_calm.drain(..n);
+    }
+
     /// Pending presses that vouch for a lasting move (not void: [`PendingPress::again`]).
     fn move_presses(&self) -> u32 {
         self.press_times
@@ -233,6 +269,7 @@ impl BoardTrack {
             leftover: Vec::new(),
             window: None,
             press_views: std::collections::VecDeque::new(),
+            press_view_calm: std::collections::VecDeque::new(),
             tentative: false,
             tentative_calm: false,
             looks: LookRefs::default(),
@@ -479,11 +516,8 @@ impl Tracker {
         }
         if bt.presses() > 0 {
             // The previous press's window closes: keep what the board showed after it.
-            let view = bt.window.take().and_then(|w| w.view).map(|(_, ll)| ll);
-            if bt.press_views.len() == MAX_PRESS_VIEWS {
-                bt.press_views.pop_front();
-            }
-            bt.press_views.push_back(view);
+            let view = bt.window.take().and_then(|w| w.view);
+            bt.push_press_view(view, self.cfg.motion_threshold);
         }
         bt.press_times.push_back(PendingPress {
             ts,
@@ -505,8 +539,7 @@ impl Tracker {
             let aligned = bt.press_views.len() + 1 == bt.presses() as usize;
             let answered = self.void_presses(board, ts, aligned.then_some(0), &mut events);
             let bt = &mut self.boards[board.index()];
-            let drained = answered.min(bt.press_views.len());
-            bt.press_views.drain(..drained);
+            bt.drain_press_views(answered);
         }
         let bt = &mut self.boards[board.index()];
         if bt.stable.is_some() {
@@ -542,7 +575,7 @@ impl Tracker {
         let bt = &mut self.boards[b.index()];
         if bt.presses() == 0 {
             bt.window = None;
-            bt.press_views.clear();
+            bt.drain_press_views(usize::MAX);
         }
     }
 
@@ -881,6 +914,7 @@ impl Tracker {
                 in_transit: self.pockets.in_transit(b),
                 presses: self.clock_feed.then_some(bt.move_presses()),
                 carried: bt.carried.clone(),
+                views: bt.aligned_press_views(),
                 ..Evidence::default()
             };
             let pos = table.board(b);
@@ -1102,8 +1136,7 @@ impl Tracker {
             self.note_recent(b, recorded);
             let bt = &mut self.boards[b.index()];
             // The views of the presses answered are used up.
-            let drained = used.min(bt.press_views.len());
-            bt.press_views.drain(..drained);
+            bt.drain_press_views(used);
             let used = used as u32;
             if self.clock_feed && pending > 0 && used > pending {
                 // A press decided more moves than were pressed (a fast reply seen with its
@@ -1164,7 +1197,7 @@ impl Tracker {
             bt.carried.clear();
             if self.clock_feed {
                 bt.press_times.clear();
-                bt.press_views.clear();
+                bt.drain_press_views(usize::MAX);
             }
             let unexplained = squares_of(&decoded.disagreeing);
             bt.looks
@@ -1614,8 +1647,7 @@ impl Tracker {
         }
         let bt = &mut self.boards[b.index()];
         let new = moves.len() - undo;
-        let used = new.min(bt.press_views.len());
-        bt.press_views.drain(..used);
+        bt.drain_press_views(new);
         if self.clock_feed && pending > 0 && new as u32 > pending {
             bt.ahead += new as u32 - pending;
         }
