@@ -215,12 +215,21 @@ impl BoardTrack {
     }
 
     /// The views after the pending presses but the latest, one per pressed move in order,
-    /// when every pending press vouches for a move and each but the latest has its view; else
-    /// none (a view could then belong to another move).
-    fn aligned_press_views(&self) -> Vec<Option<LogLik>> {
+    /// when every pending press vouches for a move, each but the latest has its view, and
+    /// the presses whose side the feed names alternate from `to_move` (the side to move on
+    /// the tracked board); else none (a view could then belong to another move: a press whose
+    /// move was taken back looks like a move press until the same side presses again).
+    fn aligned_press_views(&self, to_move: Color) -> Vec<Option<LogLik>> {
         let n = self.press_views.len();
         if n == 0 || n + 1 != self.presses() as usize || self.move_presses() != self.presses() {
             return Vec::new();
+        }
+        let mut side = to_move;
+        for p in &self.press_times {
+            if p.side.is_some_and(|s| s != side) {
+                return Vec::new();
+            }
+            side = side.other();
         }
         self.press_views
             .iter()
@@ -914,7 +923,7 @@ impl Tracker {
                 in_transit: self.pockets.in_transit(b),
                 presses: self.clock_feed.then_some(bt.move_presses()),
                 carried: bt.carried.clone(),
-                views: bt.aligned_press_views(),
+                views: bt.aligned_press_views(table.board(b).turn()),
                 ..Evidence::default()
             };
             let pos = table.board(b);
@@ -1784,6 +1793,63 @@ mod tests {
         Tracker::new("t", 1, rules, fen, TrackerConfig::default()).unwrap()
     }
 
+    #[test]
+    fn press_views_score_chains_only_while_they_line_up_with_the_moves() {
+        let table = Table::default();
+        let start = table.board(BoardId::A);
+        let cfg = TrackerConfig::default();
+        let view = LogLik::from_observation(&Observation::exact(BoardId::A, 0, start, 0.0), &cfg);
+        let track = |sides: [Option<Color>; 2], motion: f32| {
+            let mut bt = BoardTrack::new(start);
+            for (k, side) in sides.into_iter().enumerate() {
+                bt.press_times.push_back(PendingPress {
+                    ts: 1000 * k as u64,
+                    again: None,
+                    side,
+                    reported: false,
+                });
+            }
+            bt.push_press_view(Some((motion, view.clone())), cfg.motion_threshold);
+            bt
+        };
+        let (w, b) = (Some(Color::White), Some(Color::Black));
+        assert_eq!(
+            track([w, b], 0.0).aligned_press_views(Color::White).len(),
+            1
+        );
+        assert_eq!(
+            track([None, None], 0.0)
+                .aligned_press_views(Color::White)
+                .len(),
+            1
+        );
+        // Black pressed first with White to move: the first press completed no move of the
+        // tracked position (a move taken back, committed before it), so no view lines up.
+        assert!(
+            track([b, w], 0.0)
+                .aligned_press_views(Color::White)
+                .is_empty()
+        );
+        assert!(
+            track([w, w], 0.0)
+                .aligned_press_views(Color::White)
+                .is_empty()
+        );
+        // A view with a hand in it orders chains but does not score them.
+        let handy = track([w, b], 0.9).aligned_press_views(Color::White);
+        assert!(handy.len() == 1 && handy[0].is_none());
+        // A void press, or a view missing for a press, misaligns them too.
+        let mut void = track([w, b], 0.0);
+        void.press_times[0].again = Some(500);
+        assert!(void.aligned_press_views(Color::White).is_empty());
+        let mut short = track([w, b], 0.0);
+        short.drain_press_views(1);
+        assert!(short.aligned_press_views(Color::White).is_empty());
+        assert!(
+            short.press_view_calm.is_empty(),
+            "the two queues stay in step"
+        );
+    }
     #[test]
     fn unexpected_pieces_counts_pieces_the_position_lacks_by_colour_and_role() {
         let tracked = Position::default();
