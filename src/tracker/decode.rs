@@ -404,8 +404,8 @@ pub struct Evidence {
     /// same squares with equal scores, the one that shares more first moves with them wins.
     pub carried: Vec<Vec<Move>>,
     /// With a clock feed: what the board showed after each pending press but the latest
-    /// (`views[i]` after the press of the chain's move `i`; `None` where no frame was seen);
-    /// empty when the presses and views are not aligned. Scored with
+    /// (`views[i]` after the press of the chain's move `i`; `None` where no calm frame was
+    /// seen); empty when the presses and views are not aligned. Scored with
     /// [`TrackerConfig::press_view_nats`].
     pub views: Vec<Option<LogLik>>,
 }
@@ -592,7 +592,7 @@ impl<'a> Decoder<'a> {
         changes: &Changes,
     ) -> f32 {
         let w = self.cfg.press_view_nats;
-        let Some(Some(view)) = ev.views.get(depth.wrapping_sub(1)) else {
+        let Some(Some(view)) = depth.checked_sub(1).and_then(|i| ev.views.get(i)) else {
             return 0.0;
         };
         if w == 0.0 {

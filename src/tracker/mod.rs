@@ -384,11 +384,12 @@ pub struct TrackerConfig {
     pub press_mismatch_nats: f32,
     /// Cost of a move order that contradicts when the squares were seen changing.
     pub order_nats: f32,
-    /// With a clock feed, weight of the views after the pending presses in choosing a chain:
-    /// press `i`'s view should show the chain's first `i` moves, and each chain earns this
-    /// times that view's log-likelihood gain over the tracked position on the squares its
-    /// first `i` moves change (each square's gain clamped to ±`disagree_nats`, since a view
-    /// may be the least-moving one with a hand in it). 0 = off: the views only order a chain.
+    /// With a clock feed, weight of the calm views after the pending presses in choosing a
+    /// chain: press `i`'s view should show the chain's first `i` moves, and each chain earns
+    /// this times that view's log-likelihood gain over the tracked position on the squares its
+    /// first `i` moves change (each square's gain clamped to ±`disagree_nats`: a view is one
+    /// frame, and one misread square must not outweigh the rest). 0 = off: the views only
+    /// order a chain.
     pub press_view_nats: f32,
     /// How long (ms) an undecided but fully explained board may wait for more evidence before
     /// the best hypothesis is committed anyway (waiting on the same view helps no further).

@@ -1850,6 +1850,7 @@ mod tests {
             "the two queues stay in step"
         );
     }
+
     #[test]
     fn unexpected_pieces_counts_pieces_the_position_lacks_by_colour_and_role() {
         let tracked = Position::default();
