@@ -285,6 +285,12 @@ struct Top<'a> {
     carried: &'a [Vec<Move>],
 }
 
+/// The most one square of a press view can say for or against a chain (nats, before
+/// `press_view_nats`): a view is a single frame, and one misread square must not outweigh the
+/// rest of it. 4 (`disagree_nats`) was tried first: validation 869 + 846 moves against 872 + 856
+/// with 8 (`docs/tracker.md`).
+pub const PRESS_VIEW_SQUARE_CAP: f32 = 8.0;
+
 /// Scores closer than this are equal (chains to the same placement sum the same terms in
 /// different orders).
 const SCORE_TIE: f32 = 1e-3;
@@ -582,8 +588,8 @@ impl<'a> Decoder<'a> {
 
     /// What press `depth`'s view says of a chain whose first `depth` moves leave the squares
     /// `classes` with `changes` applied: its gain over the tracked position on the squares
-    /// that differ from it, each clamped to ±`disagree_nats`, times `press_view_nats`. Zero
-    /// without such a view.
+    /// that differ from it, each clamped to ±[`PRESS_VIEW_SQUARE_CAP`], times
+    /// `press_view_nats`. Zero without such a view.
     fn view_term(
         &self,
         ev: &Evidence,
@@ -602,7 +608,7 @@ impl<'a> Decoder<'a> {
         for &(sq, c) in &changes.0[..changes.1] {
             after[sq.index()] = c;
         }
-        let cap = self.cfg.disagree_nats;
+        let cap = PRESS_VIEW_SQUARE_CAP;
         let gain: f32 = Square::all()
             .filter(|sq| after[sq.index()] != self.base[sq.index()])
             .map(|sq| {

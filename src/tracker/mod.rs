@@ -387,9 +387,8 @@ pub struct TrackerConfig {
     /// With a clock feed, weight of the calm views after the pending presses in choosing a
     /// chain: press `i`'s view should show the chain's first `i` moves, and each chain earns
     /// this times that view's log-likelihood gain over the tracked position on the squares its
-    /// first `i` moves change (each square's gain clamped to ±`disagree_nats`: a view is one
-    /// frame, and one misread square must not outweigh the rest). 0 = off: the views only
-    /// order a chain.
+    /// first `i` moves change (each square's gain clamped to
+    /// ±[`decode::PRESS_VIEW_SQUARE_CAP`]). 0 = off: the views only order a chain.
     pub press_view_nats: f32,
     /// How long (ms) an undecided but fully explained board may wait for more evidence before
     /// the best hypothesis is committed anyway (waiting on the same view helps no further).
