@@ -155,11 +155,9 @@ struct BoardTrack {
     window: Option<PressWindow>,
     /// With a clock feed: the view after each pending press but the latest (oldest first; the
     /// latest press's view is in `window`). When a decision commits several moves at once,
-    /// these tell their order: after press `i` the board showed the first `i` moves.
-    press_views: std::collections::VecDeque<Option<LogLik>>,
-    /// Per entry of `press_views`: whether that view was calm (not the least-moving one with
-    /// a hand in it). Kept in step by `push_press_view` / `drain_press_views`.
-    press_view_calm: std::collections::VecDeque<bool>,
+    /// these tell their order: after press `i` the board showed the first `i` moves. Each
+    /// with its motion (a calm view, or the least-moving one with a hand in it).
+    press_views: std::collections::VecDeque<Option<(f32, LogLik)>>,
     /// The decision under way is tentative (a single calm or the least-moving observation after
     /// a press, not a stable run): it may commit a move that explains every square, nothing else.
     tentative: bool,
@@ -219,7 +217,8 @@ impl BoardTrack {
     /// the presses whose side the feed names alternate from `to_move` (the side to move on
     /// the tracked board); else none (a view could then belong to another move: a press whose
     /// move was taken back looks like a move press until the same side presses again).
-    fn aligned_press_views(&self, to_move: Color) -> Vec<Option<LogLik>> {
+    /// Only calm views are given; one with a hand in it is `None`.
+    fn aligned_press_views(&self, to_move: Color, motion_threshold: f32) -> Vec<Option<LogLik>> {
         let n = self.press_views.len();
         if n == 0 || n + 1 != self.presses() as usize || self.move_presses() != self.presses() {
             return Vec::new();
@@ -233,27 +232,26 @@ impl BoardTrack {
         }
         self.press_views
             .iter()
-            .zip(&self.press_view_calm)
-            .map(|(v, &calm)| v.clone().filter(|_| calm))
+            .map(|v| {
+                v.as_ref()
+                    .filter(|(m, _)| *m < motion_threshold)
+                    .map(|(_, ll)| ll.clone())
+            })
             .collect()
     }
 
-    /// Keeps the view after a press whose window just closed (`motion` of that view).
-    fn push_press_view(&mut self, view: Option<(f32, LogLik)>, motion_threshold: f32) {
+    /// Keeps the view after a press whose window just closed, with its motion.
+    fn push_press_view(&mut self, view: Option<(f32, LogLik)>) {
         if self.press_views.len() == MAX_PRESS_VIEWS {
             self.press_views.pop_front();
-            self.press_view_calm.pop_front();
         }
-        self.press_view_calm
-            .push_back(view.as_ref().is_some_and(|(m, _)| *m < motion_threshold));
-        self.press_views.push_back(view.map(|(_, ll)| ll));
+        self.press_views.push_back(view);
     }
 
     /// Forgets the first `n` press views (their presses are answered).
     fn drain_press_views(&mut self, n: usize) {
         let n = n.min(self.press_views.len());
         self.press_views.drain(..n);
-        self.press_view_calm.drain(..n);
     }
 
     /// Pending presses that vouch for a lasting move (not void: [`PendingPress::again`]).
@@ -278,7 +276,6 @@ impl BoardTrack {
             leftover: Vec::new(),
             window: None,
             press_views: std::collections::VecDeque::new(),
-            press_view_calm: std::collections::VecDeque::new(),
             tentative: false,
             tentative_calm: false,
             looks: LookRefs::default(),
@@ -526,7 +523,7 @@ impl Tracker {
         if bt.presses() > 0 {
             // The previous press's window closes: keep what the board showed after it.
             let view = bt.window.take().and_then(|w| w.view);
-            bt.push_press_view(view, self.cfg.motion_threshold);
+            bt.push_press_view(view);
         }
         bt.press_times.push_back(PendingPress {
             ts,
@@ -923,7 +920,7 @@ impl Tracker {
                 in_transit: self.pockets.in_transit(b),
                 presses: self.clock_feed.then_some(bt.move_presses()),
                 carried: bt.carried.clone(),
-                views: bt.aligned_press_views(table.board(b).turn()),
+                views: bt.aligned_press_views(table.board(b).turn(), self.cfg.motion_threshold),
                 ..Evidence::default()
             };
             let pos = table.board(b);
@@ -1089,8 +1086,11 @@ impl Tracker {
                     confirmed.or(seen_once)
                 });
                 let start = self.referee.table().board(b);
-                let views: Vec<Option<&LogLik>> =
-                    bt.press_views.iter().map(Option::as_ref).collect();
+                let views: Vec<Option<&LogLik>> = bt
+                    .press_views
+                    .iter()
+                    .map(|v| v.as_ref().map(|(_, ll)| ll))
+                    .collect();
                 order_by_views(start, &best.moves, &views, &self.variant).unwrap_or_else(|| {
                     order_by_change_times(start, &best.moves, &times, &self.variant)
                 })
@@ -1416,7 +1416,7 @@ impl Tracker {
             }
             let shown = view
                 .and_then(|k| bt.press_views.get(k + n))
-                .and_then(Option::as_ref)
+                .and_then(|v| v.as_ref().map(|(_, ll)| ll))
                 .filter(|_| self.refuses_illegal_moves())
                 .and_then(|ll| {
                     let pos = self.referee.table().board(b);
@@ -1499,7 +1499,7 @@ impl Tracker {
         for (i, &next) in moves.iter().enumerate() {
             let mut after = pos.clone();
             after.play(next, &self.variant);
-            if let Some(Some(view)) = bt.press_views.get(i)
+            if let Some(Some((_, view))) = bt.press_views.get(i)
                 && let Some((illegal, gain)) = taken_back_move(&pos, view, &self.variant, &self.cfg)
             {
                 let lead = gain - view_gain(&pos, &after, view).max(0.0);
@@ -1809,17 +1809,19 @@ mod tests {
                     reported: false,
                 });
             }
-            bt.push_press_view(Some((motion, view.clone())), cfg.motion_threshold);
+            bt.push_press_view(Some((motion, view.clone())));
             bt
         };
         let (w, b) = (Some(Color::White), Some(Color::Black));
         assert_eq!(
-            track([w, b], 0.0).aligned_press_views(Color::White).len(),
+            track([w, b], 0.0)
+                .aligned_press_views(Color::White, cfg.motion_threshold)
+                .len(),
             1
         );
         assert_eq!(
             track([None, None], 0.0)
-                .aligned_press_views(Color::White)
+                .aligned_press_views(Color::White, cfg.motion_threshold)
                 .len(),
             1
         );
@@ -1827,28 +1829,32 @@ mod tests {
         // tracked position (a move taken back, committed before it), so no view lines up.
         assert!(
             track([b, w], 0.0)
-                .aligned_press_views(Color::White)
+                .aligned_press_views(Color::White, cfg.motion_threshold)
                 .is_empty()
         );
         assert!(
             track([w, w], 0.0)
-                .aligned_press_views(Color::White)
+                .aligned_press_views(Color::White, cfg.motion_threshold)
                 .is_empty()
         );
         // A view with a hand in it orders chains but does not score them.
-        let handy = track([w, b], 0.9).aligned_press_views(Color::White);
+        let handy = track([w, b], 0.9).aligned_press_views(Color::White, cfg.motion_threshold);
         assert!(handy.len() == 1 && handy[0].is_none());
         // A void press, or a view missing for a press, misaligns them too.
         let mut void = track([w, b], 0.0);
         void.press_times[0].again = Some(500);
-        assert!(void.aligned_press_views(Color::White).is_empty());
+        assert!(
+            void.aligned_press_views(Color::White, cfg.motion_threshold)
+                .is_empty()
+        );
         let mut short = track([w, b], 0.0);
         short.drain_press_views(1);
-        assert!(short.aligned_press_views(Color::White).is_empty());
         assert!(
-            short.press_view_calm.is_empty(),
-            "the two queues stay in step"
+            short
+                .aligned_press_views(Color::White, cfg.motion_threshold)
+                .is_empty()
         );
+        assert!(short.press_views.is_empty());
     }
 
     #[test]
