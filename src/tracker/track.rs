@@ -569,8 +569,39 @@ impl Tracker {
             if !self.clock_feed || bt.presses() == 0 {
                 continue;
             }
-            if let Some((motion, ts, ll)) = bt.window.as_mut().and_then(|w| w.best.take()) {
-                events.extend(self.decide_tentative(b, ll, ts, motion));
+            let mut ts = bt.last_press_ts;
+            if let Some((motion, at, ll)) = bt.window.as_mut().and_then(|w| w.best.take()) {
+                ts = at;
+                events.extend(self.decide_tentative(b, ll, at, motion));
+            }
+            // That view may show a hand over the board (the recording ended mid-move). The
+            // calm views after the pending presses, newest first, may still show the moves
+            // pressed by then (decided before the end, they met the stricter rules of a live
+            // decision), and nothing later will; the first that commits has the last word.
+            let bt = &self.boards[b.index()];
+            let threshold = self.cfg.motion_threshold;
+            let calm = |v: &Option<(f32, LogLik)>| {
+                v.as_ref()
+                    .filter(|(m, _)| *m < threshold)
+                    .map(|(m, ll)| (*m, ll.clone()))
+            };
+            let latest = bt.window.as_ref().and_then(|w| calm(&w.view));
+            let views: Vec<_> = latest
+                .into_iter()
+                .chain(bt.press_views.iter().rev().filter_map(calm))
+                .collect();
+            for (motion, ll) in views {
+                if self.boards[b.index()].presses() == 0 {
+                    break;
+                }
+                let decided = self.decide_tentative(b, ll, ts, motion);
+                let committed = decided
+                    .iter()
+                    .any(|e| matches!(e.body, EventBody::Move { .. }));
+                events.extend(decided);
+                if committed {
+                    break;
+                }
             }
         }
         events
@@ -1006,10 +1037,13 @@ impl Tracker {
             && !best.moves.is_empty();
         // The stream has ended: no later view can decide the pending presses, so the best
         // chain is the last word on them (a guess unless its margin says otherwise); of a chain
-        // longer than the presses, only as many moves as were pressed.
+        // longer than the presses, only as many moves as were pressed. Not a drop of a piece
+        // still to come from the other board: no later view will show that capture, and the
+        // referee would answer the guess with an alert.
         let last_word = self.finished
             && pressed
             && (vouched || best.kind == HypothesisKind::Sequence)
+            && best.kind != HypothesisKind::InTransitDrop
             && !best.moves.is_empty()
             && best.score > 0.0
             && decoded.margin() > 0.0;
@@ -3070,6 +3104,62 @@ mod tests {
         let (mut t, ev, _) = pawn_dropped_seen_once(0.6);
         assert!(moves(&ev).is_empty(), "{ev:?}");
         assert_eq!(moves(&t.finish()), ["P@c3"]);
+    }
+
+    #[test]
+    fn a_drop_still_to_come_from_the_other_board_is_no_last_word() {
+        // Board A's White holds nothing, but Black on B can take a knight or a bishop and pass
+        // it. After White's press one moving frame shows d3 as a knight or (less likely) a
+        // bishop, then the stream ends (`geo-low-g37`). The capture that would make the drop
+        // legal can no longer be seen; committing the guess would have the referee raise an
+        // illegal drop.
+        let cfg = TrackerConfig {
+            stall_window_ms: 1000,
+            ..TrackerConfig::default()
+        };
+        let fen = "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR[] w KQkq - 0 2 | \
+                   rnbqkbnr/ppp2ppp/3p4/2B1N3/8/8/PPPPPPPP/RN1QKB1R[] b KQkq - 0 3";
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), cfg).unwrap();
+        let mut ts = 0;
+        let pos = t.table().board(BoardId::A).clone();
+        let mut after = Observation::exact(BoardId::A, ts, &pos, 0.6);
+        let mut d3 = [0.0; SquareClass::COUNT];
+        d3[SquareClass::WhiteKnight.index()] = 0.6;
+        d3[SquareClass::WhiteBishop.index()] = 0.4;
+        after.set_square("d3".parse().unwrap(), d3).unwrap();
+        // Hands over board B too: its change is undecided.
+        let b = t.table().board(BoardId::B).clone();
+        let mut ev = feed(&mut t, BoardId::B, &b, 2, 1.0, &mut ts);
+        ev.extend(feed(&mut t, BoardId::A, &pos, 3, 1.0, &mut ts));
+        ev.extend(t.press(BoardId::A, ts - 50));
+        after.ts = ts;
+        ev.extend(t.observe(&after));
+        ev.extend(t.finish());
+        assert!(moves(&ev).is_empty(), "{ev:?}");
+        assert!(
+            !ev.iter()
+                .any(|e| matches!(e.body, EventBody::IllegalMove { .. })),
+            "{ev:?}"
+        );
+    }
+
+    #[test]
+    fn at_the_end_the_calm_view_after_an_earlier_press_has_the_last_word() {
+        // `el-low-g46`: White's drop and Black's reply seen in one calm view after White's
+        // press (a drop seen once is not committed), then Black's press, and until the
+        // recording ends the only views show a hand over the board (here: nothing moved).
+        let mut t = with_a_pawn_in_hand();
+        let mut ts = 0;
+        let pos = t.table().board(BoardId::A).clone();
+        let both = play(&pos, &["P@c3", "b8c6"]);
+        let mut ev = feed(&mut t, BoardId::A, &pos, 3, 1.0, &mut ts);
+        ev.extend(t.press(BoardId::A, ts - 50));
+        ev.extend(feed(&mut t, BoardId::A, &both, 1, 0.0, &mut ts));
+        ev.extend(feed(&mut t, BoardId::A, &pos, 1, 1.0, &mut ts));
+        ev.extend(t.press(BoardId::A, ts - 50));
+        ev.extend(feed(&mut t, BoardId::A, &pos, 3, 0.8, &mut ts));
+        assert!(moves(&ev).is_empty(), "{ev:?}");
+        assert_eq!(moves(&t.finish()), ["P@c3", "b8c6"]);
     }
 
     /// Board A after one press shows `ucis` played, with a hand still read on `hand_on` in
