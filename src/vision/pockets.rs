@@ -54,7 +54,9 @@ pub struct PocketConfig {
     /// `pieces`, `split`: most distance between neighbouring window centres, in squares.
     pub window_step: f64,
     /// `pieces`, `split`: how sure a window must be of a piece (any droppable role, either
-    /// colour) for the piece to be counted.
+    /// colour) for the piece to be counted. 0.7 since 2026-12-06 (0.9 before): the windows
+    /// missed pieces about twice as often as they saw pieces that were not there, and every
+    /// missed piece is a pocket alert waiting to happen (`docs/classifier.md`).
     pub piece_threshold: f32,
     /// `pieces`, `split`: windows closer than this (squares) to a counted piece see that same
     /// piece.
@@ -75,7 +77,7 @@ impl Default for PocketConfig {
         PocketConfig {
             method: PocketMethod::Split,
             window_step: 0.5,
-            piece_threshold: 0.9,
+            piece_threshold: 0.7,
             separation: 0.75,
             model: None,
             threads: 2,
