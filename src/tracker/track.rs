@@ -558,9 +558,11 @@ impl Tracker {
 
     /// The stream of observations ends (the recording or the game is over): every board with
     /// a pending press is decided tentatively on the least-moving observation since its latest
-    /// press, and its best chain is committed if it beats "no change" and its runner-up at all
-    /// (unexplained squares, a single sighting of a drop and a small lead no longer hold it
-    /// back: no later view will come); of a chain longer than the presses, the pressed moves.
+    /// press, then, while presses remain, on the calm views after its pending presses (newest
+    /// first, until one commits). A best chain is committed if it beats "no change" and its
+    /// runner-up at all (unexplained squares, a single sighting of a drop and a small lead no
+    /// longer hold it back: no later view will come), unless it is a drop of a piece still to
+    /// come from the other board; of a chain longer than the presses, the pressed moves.
     pub fn finish(&mut self) -> Vec<Event> {
         self.finished = true;
         let mut events = Vec::new();
