@@ -180,6 +180,13 @@ struct BoardTrack {
     carried: Vec<Vec<crate::engine::Move>>,
 }
 
+/// A press view (see [`BoardTrack::press_views`]) if it was calm: its motion under `threshold`.
+fn calm_view(view: &Option<(f32, LogLik)>, threshold: f32) -> Option<(f32, &LogLik)> {
+    view.as_ref()
+        .filter(|(m, _)| *m < threshold)
+        .map(|(m, ll)| (*m, ll))
+}
+
 /// A clock press not yet matched by a committed move.
 #[derive(Debug, Clone, Copy)]
 struct PendingPress {
@@ -232,11 +239,7 @@ impl BoardTrack {
         }
         self.press_views
             .iter()
-            .map(|v| {
-                v.as_ref()
-                    .filter(|(m, _)| *m < motion_threshold)
-                    .map(|(_, ll)| ll.clone())
-            })
+            .map(|v| calm_view(v, motion_threshold).map(|(_, ll)| ll.clone()))
             .collect()
     }
 
@@ -582,15 +585,12 @@ impl Tracker {
             // decision), and nothing later will; the first that commits has the last word.
             let bt = &self.boards[b.index()];
             let threshold = self.cfg.motion_threshold;
-            let calm = |v: &Option<(f32, LogLik)>| {
-                v.as_ref()
-                    .filter(|(m, _)| *m < threshold)
-                    .map(|(m, ll)| (*m, ll.clone()))
-            };
-            let latest = bt.window.as_ref().and_then(|w| calm(&w.view));
-            let views: Vec<_> = latest
-                .into_iter()
-                .chain(bt.press_views.iter().rev().filter_map(calm))
+            let views: Vec<_> = bt
+                .window
+                .iter()
+                .map(|w| &w.view)
+                .chain(bt.press_views.iter().rev())
+                .filter_map(|v| calm_view(v, threshold).map(|(m, ll)| (m, ll.clone())))
                 .collect();
             for (motion, ll) in views {
                 if self.boards[b.index()].presses() == 0 {
@@ -3115,13 +3115,9 @@ mod tests {
         // bishop, then the stream ends (`geo-low-g37`). The capture that would make the drop
         // legal can no longer be seen; committing the guess would have the referee raise an
         // illegal drop.
-        let cfg = TrackerConfig {
-            stall_window_ms: 1000,
-            ..TrackerConfig::default()
-        };
         let fen = "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR[] w KQkq - 0 2 | \
                    rnbqkbnr/ppp2ppp/3p4/2B1N3/8/8/PPPPPPPP/RN1QKB1R[] b KQkq - 0 3";
-        let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), cfg).unwrap();
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), windowed_cfg()).unwrap();
         let mut ts = 0;
         let pos = t.table().board(BoardId::A).clone();
         let mut after = Observation::exact(BoardId::A, ts, &pos, 0.6);
