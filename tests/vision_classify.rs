@@ -80,13 +80,14 @@ fn run_fails(cmd: &mut Command) -> String {
 fn classify_json_shape_and_adaptation_on_the_start_frame() {
     let dir = tempfile::tempdir().unwrap();
     let (png, toml, frame) = table(dir.path(), START, "start");
-    // Nearest-neighbour only: every start square's nearest sample is itself, so after adapting
-    // on this very frame each square must read as the truth's piece. A wrong square order
-    // between adaptation and reading, or a wrong start placement, breaks this.
+    // Nearest-neighbour only, by the embedding (the feature vote leaves a square's own sample
+    // out): every start square's nearest sample is itself, so after adapting on this very frame
+    // each square must read as the truth's piece. A wrong square order between adaptation and
+    // reading, or a wrong start placement, breaks this.
     let config = dir.path().join("reader.toml");
     std::fs::write(
         &config,
-        "[classifier]\nmix = 1.0\nneighbours = 1\nfit_mixture = false\n",
+        "[classifier]\nmix = 1.0\nneighbours = 1\nfit_mixture = false\ndescriptor = \"embedding\"\n",
     )
     .unwrap();
     let out = run_ok(

@@ -3,7 +3,8 @@
 - fixtures/vision/squares-fixture.onnx: input `crops` float32[N, 3, 64, 48] →
   `logits` float32[N, 13] = 10 × (mean R, mean G, mean B, 0, …, 0) and
   `embedding` float32[N, 64] = L2-normalised 4×4 average-pool grid of each channel (48 values,
-  channel-major, then 16 zeros).
+  channel-major, then 16 zeros), and `features` float32[N, 3, 4, 4] = that grid itself (so a
+  patch mirrored left-right gives the grid mirrored along its last axis).
 - fixtures/vision/pockets-fixture.onnx: input `pockets` float32[N, 3, 128, 96] → `counts`
   float32[N, 5, 9] with logit[role][k] = 20 · k · (mean of channel role % 3 − 0.5), so a channel
   mean above ½ reads 8 and below ½ reads 0.
@@ -42,6 +43,7 @@ def squares(path):
         helper.make_node("Flatten", ["grid"], ["grid_flat"], axis=1),
         helper.make_node("MatMul", ["grid_flat", "w_embed"], ["raw"]),
         helper.make_node("LpNormalization", ["raw"], ["embedding"], axis=1, p=2),
+        helper.make_node("Identity", ["grid"], ["features"]),
     ]
     graph = helper.make_graph(
         nodes,
@@ -50,6 +52,7 @@ def squares(path):
         [
             helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 13]),
             helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["N", 64]),
+            helper.make_tensor_value_info("features", TensorProto.FLOAT, ["N", 3, 4, 4]),
         ],
         [numpy_helper.from_array(w_logits, "w_logits"), numpy_helper.from_array(w_embed, "w_embed")],
     )

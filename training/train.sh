@@ -151,6 +151,10 @@ for p in "${pids[@]}"; do wait "$p"; done
   --queries 32 --lr 1e-3 --width 16 --margin 0.2 --aug 0.8 --minutes "$MINUTES_EPISODIC" \
   --val "$WORK"/sessions-geometric/oblique-* "${VAL[@]}" --val-every 7 > "$WORK/squares4.log" 2>&1
 tail -n 20 "$WORK/squares4.log"
+# The run-time classifier also compares squares by the final feature map (whitened per table):
+# an extra `features` output, weights untouched (checked by the script).
+"$PYTHON" training/add_features_output.py "$WORK/squares4.onnx" "$WORK/squares4f.onnx"
+mv "$WORK/squares4f.onnx" "$WORK/squares4.onnx"
 sha256sum "$WORK"/squares?.onnx "$WORK"/pockets?.onnx
 
 # 7. Stage 5 (pockets only): pockets as play fills them (`--game-pockets 0.9`: 0..6 pieces per

@@ -11,8 +11,8 @@ use tandem_monitor::sim::fen::square_name;
 use tandem_monitor::tracker::SquareClass;
 use tandem_monitor::vision::evaluate::{class_label, evaluate_pockets, evaluate_squares};
 use tandem_monitor::vision::{
-    self, Calibration, CalibrationConfig, CalibrationError, ClassifierConfig, FrameReader,
-    PocketConfig, PocketReader, ReaderConfig, SquareClassifier,
+    self, Calibration, CalibrationConfig, CalibrationError, ClassifierConfig, Descriptor,
+    FrameReader, PocketConfig, PocketReader, ReaderConfig, SquareClassifier,
 };
 
 #[derive(Debug, clap::Args)]
@@ -331,6 +331,24 @@ pub struct SquaresArgs {
     /// default).
     #[arg(long)]
     mirror: Option<bool>,
+    /// What the k-NN vote compares: embedding, features (whitened per table) or both.
+    #[arg(long, value_parser = parse_descriptor)]
+    descriptor: Option<Descriptor>,
+    /// Softmax temperature over the whitened features' cosine similarities.
+    #[arg(long)]
+    feature_temperature: Option<f32>,
+    /// Shrinkage of the per-table whitening of the features, in (0, 1] (1 = none).
+    #[arg(long)]
+    shrinkage: Option<f32>,
+}
+
+fn parse_descriptor(s: &str) -> Result<Descriptor, String> {
+    match s {
+        "embedding" => Ok(Descriptor::Embedding),
+        "features" => Ok(Descriptor::Features),
+        "both" => Ok(Descriptor::Both),
+        _ => Err(format!("`{s}`: expected embedding, features or both")),
+    }
 }
 
 pub fn eval_squares(args: SquaresArgs) -> anyhow::Result<()> {
@@ -346,6 +364,12 @@ pub fn eval_squares(args: SquaresArgs) -> anyhow::Result<()> {
     config.neighbours = args.neighbours.unwrap_or(config.neighbours);
     config.fit_mixture = args.fit;
     config.mirror = args.mirror.unwrap_or(config.mirror);
+    config.descriptor = args.descriptor.unwrap_or(config.descriptor);
+    config.feature_temperature = args
+        .feature_temperature
+        .unwrap_or(config.feature_temperature);
+    config.shrinkage = args.shrinkage.unwrap_or(config.shrinkage);
+    config.validate()?;
     let mut classifier = SquareClassifier::load(&config)?;
     let report = evaluate_squares(&mut classifier, &args.dataset)?;
     if args.json {

@@ -2,15 +2,19 @@
 //! probabilities per square, adapted to the table's own piece set without any training step.
 //!
 //! The network (`models/squares.onnx`, see the model card) outputs `logits` over
-//! [`SquareClass`] and an L2-normalised `embedding`. Adaptation keeps a bank of labelled
-//! embeddings of *this* table (the start position gives 32 pieces and 32 empty squares per board,
-//! every label known; positions the tracker confirmed add more) and classifies by mixing the
-//! network's softmax with a k-nearest-neighbour softmax over that bank:
+//! [`SquareClass`], an L2-normalised `embedding` and (since 2026-12-06) its last feature map
+//! `features`. Adaptation keeps a bank of labelled samples of *this* table (the start position
+//! gives 32 pieces and 32 empty squares per board, every label known; positions the tracker
+//! confirmed add more) and classifies by mixing the network's softmax with k-nearest-neighbour
+//! softmaxes over that bank:
 //!
 //! `p = (1 − mix) · p_net + mix · p_knn`, where `p_knn` is a softmax over the classes present in
 //! the bank of `s_c / temperature`, `s_c` being the mean cosine similarity of the `neighbours`
-//! most similar bank samples of class `c` (0 for classes without samples; the start position
-//! supplies all 13). Both terms are distributions, so the result is one.
+//! most similar bank samples of class `c` (the start position supplies all 13). A square's
+//! `p_knn` is by default the mean of that vote over the embeddings and the same vote over the
+//! feature maps after the table's within-class whitening ([`super::whiten`], fitted on the start
+//! position), which leaves out the sample of the square itself ([`Descriptor`]). Every term is a
+//! distribution, so the result is one.
 //!
 //! Invariants: the bank holds at most `bank_per_class` samples per class (one class can never
 //! drown the others) and at most one sample per (square, class) when samples come with a square
@@ -24,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::gate::ChangeGate;
 use super::model::{ModelError, ModelOptions, OnnxModel, Output};
 use super::rectify::Crops;
+use super::whiten::Whitening;
 use crate::engine::{Position, Square};
 use crate::tracker::SquareClass;
 
@@ -120,22 +125,33 @@ fn append_mirrored(input: &mut Vec<f32>, w: usize) {
 }
 
 /// Averages the two halves of a mirrored batch (`2n` rows: the patches, then their mirror
-/// images) into `n` rows: logits by their mean, embeddings by their normalised sum.
-fn fold_mirrored(outputs: &mut [Output; 2], n: usize) {
+/// images) into `n` rows: logits by their mean, an embedding (`[2n, D]`) by its normalised sum,
+/// a feature map (`[2n, C, H, W]`) by its mean with the mirror image's map mirrored back.
+fn fold_mirrored(outputs: &mut [Output], n: usize) {
     for (k, out) in outputs.iter_mut().enumerate() {
-        if out.shape.len() != 2 || out.shape[0] != 2 * n as i64 {
+        let rows_ok = out.shape.first() == Some(&(2 * n as i64));
+        if !rows_ok || !(out.shape.len() == 2 || out.shape.len() == 4) {
             continue; // left for the shape check to report
         }
-        let d = out.shape[1] as usize;
+        let d = out.shape[1..].iter().product::<i64>().max(0) as usize;
         let (first, second) = out.data.split_at_mut(n * d);
-        for (a, b) in first.iter_mut().zip(second.iter()) {
-            *a = 0.5 * (*a + *b);
-        }
-        if k == 1 {
-            for e in first.chunks_exact_mut(d) {
-                let norm = e.iter().map(|v| v * v).sum::<f32>().sqrt();
-                if norm > 1e-12 {
-                    e.iter_mut().for_each(|v| *v /= norm);
+        if out.shape.len() == 4 {
+            let w = out.shape[3].max(1) as usize;
+            for (a, b) in first.chunks_exact_mut(w).zip(second.chunks_exact(w)) {
+                for (x, y) in a.iter_mut().zip(b.iter().rev()) {
+                    *x = 0.5 * (*x + *y);
+                }
+            }
+        } else {
+            for (a, b) in first.iter_mut().zip(second.iter()) {
+                *a = 0.5 * (*a + *b);
+            }
+            if k == 1 {
+                for e in first.chunks_exact_mut(d) {
+                    let norm = e.iter().map(|v| v * v).sum::<f32>().sqrt();
+                    if norm > 1e-12 {
+                        e.iter_mut().for_each(|v| *v /= norm);
+                    }
                 }
             }
         }
@@ -150,18 +166,32 @@ fn fold_mirrored(outputs: &mut [Output; 2], n: usize) {
 pub struct ClassifierConfig {
     /// The square model; `None` searches `models/squares.onnx` (see [`find_model`]).
     pub model: Option<PathBuf>,
-    /// ONNX Runtime intra-op threads.
+    /// ONNX Runtime intra-op threads; also the parts the feature vote's heavy frames are
+    /// computed in.
     pub threads: usize,
     /// Let idle ONNX Runtime workers spin (costs CPU the other stages need).
     pub spinning: bool,
     /// Weight of the k-NN vote in `[0, 1]` once the bank has samples (0 = network only).
     pub mix: f32,
-    /// Softmax temperature over cosine similarities (smaller = sharper).
+    /// Softmax temperature over the embedding's cosine similarities (smaller = sharper).
     pub temperature: f32,
     /// How many of a class's most similar samples are averaged into its similarity.
     pub neighbours: usize,
     /// Bank capacity per class.
     pub bank_per_class: usize,
+    /// What the squares' k-NN vote compares ([`Descriptor`]). Pocket windows always compare
+    /// embeddings. Without a `features` output in the model, `embedding`.
+    pub descriptor: Descriptor,
+    /// Softmax temperature over the whitened features' cosine similarities.
+    pub feature_temperature: f32,
+    /// Shrinkage λ of the table's within-class whitening of the features ([`super::whiten`]),
+    /// in `(0, 1]`: how far the metric stays from the one the start position measures;
+    /// 1 = no whitening.
+    pub shrinkage: f32,
+    /// Whether a square's features are also compared with the sample banked from that very
+    /// square. The feature map keeps the square's surroundings, so its own earlier sample
+    /// outvotes a piece that has just arrived there (`docs/classifier.md`).
+    pub own_square_features: bool,
     /// After a start-position adaptation, choose `mix` and `temperature` from a grid by the
     /// leave-one-out likelihood of the bank's own samples (see [`SquareClassifier::fit`]).
     pub fit_mixture: bool,
@@ -180,6 +210,19 @@ pub struct ClassifierConfig {
     pub gate_refresh_frames: u32,
 }
 
+/// What a square is compared by in the k-NN vote (see [`ClassifierConfig::descriptor`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Descriptor {
+    /// The L2-normalised `embedding` output the network was trained to classify by.
+    Embedding,
+    /// The final feature map (`features` output, flattened), whitened per table: it keeps
+    /// where in the patch things are, which the embedding's linear layer mixes away.
+    Features,
+    /// Both votes, averaged.
+    Both,
+}
+
 impl Default for ClassifierConfig {
     fn default() -> Self {
         ClassifierConfig {
@@ -190,6 +233,10 @@ impl Default for ClassifierConfig {
             temperature: 0.02,
             neighbours: 1,
             bank_per_class: 64,
+            descriptor: Descriptor::Both,
+            feature_temperature: 0.03,
+            shrinkage: 0.6,
+            own_square_features: false,
             fit_mixture: false,
             mirror: true,
             gate_threshold: 4.0,
@@ -214,6 +261,12 @@ impl ClassifierConfig {
         }
         if self.bank_per_class == 0 || self.bank_per_class > 4096 {
             return bad("bank_per_class must be 1..=4096");
+        }
+        if !(self.feature_temperature.is_finite() && self.feature_temperature > 0.0) {
+            return bad("feature_temperature must be a positive number");
+        }
+        if !(self.shrinkage > 0.0 && self.shrinkage <= 1.0) {
+            return bad("shrinkage must be in (0, 1] (1 = no whitening)");
         }
         if self.threads == 0 || self.threads > 64 {
             return bad("threads must be 1..=64");
@@ -271,18 +324,92 @@ fn inverse_norm(v: &[f32]) -> f32 {
     if norm > 1e-12 { 1.0 / norm } else { 0.0 }
 }
 
-/// Writes `src` scaled to unit length into `dst` (zeros for a zero vector).
-fn copy_unit(dst: &mut [f32], src: &[f32]) {
-    let scale = inverse_norm(src);
-    for (d, &e) in dst.iter_mut().zip(src) {
-        *d = e * scale;
+/// The descriptor of the unit vector `raw`: whitened when a whitening is given, unit length.
+fn describe_unit(raw: &[f32], whitening: Option<&Whitening>, out: &mut [f32]) {
+    match whitening {
+        Some(w) => {
+            w.apply(raw, out);
+            let scale = inverse_norm(out);
+            out.iter_mut().for_each(|v| *v *= scale);
+        }
+        None => out.copy_from_slice(raw),
     }
+}
+
+/// Per row of `source` (rows of `dim` floats), the first `rows` of them: scales it to unit
+/// length in place and writes its descriptor to the same row of `out` (resized to match; the
+/// other rows are left as they were).
+fn describe_rows(
+    source: &mut Output,
+    dim: usize,
+    rows: usize,
+    whitening: Option<&Whitening>,
+    out: &mut Output,
+    threads: usize,
+) {
+    let n = source.data.len() / dim.max(1);
+    out.shape.clear();
+    out.shape.extend([n as i64, dim as i64]);
+    out.data.resize(n * dim, 0.0);
+    let rows = rows.min(n);
+    let work = |_: usize, src: &mut [f32], dst: &mut [f32]| {
+        for (x, d) in src.chunks_exact_mut(dim).zip(dst.chunks_exact_mut(dim)) {
+            let scale = inverse_norm(x);
+            x.iter_mut().for_each(|v| *v *= scale);
+            describe_unit(x, whitening, d);
+        }
+    };
+    let parts = if whitening.is_some() { threads } else { 1 };
+    in_parts(
+        parts,
+        rows,
+        (&mut source.data[..rows * dim], dim),
+        (&mut out.data[..rows * dim], dim),
+        work,
+    );
+}
+
+/// Runs `work(first_row, a_rows, b_rows)` over the first `rows` rows of two row-major arrays
+/// (`a` of `da` floats per row, `b` of `db`), in up to `parts` contiguous parts at once (scoped
+/// threads; one part when there are few rows: a thread costs more than a few rows).
+fn in_parts<F>(parts: usize, rows: usize, a: (&mut [f32], usize), b: (&mut [f32], usize), work: F)
+where
+    F: Fn(usize, &mut [f32], &mut [f32]) + Sync,
+{
+    const MIN_ROWS_PER_PART: usize = 8;
+    let (a, da) = a;
+    let (b, db) = b;
+    let parts = parts.clamp(1, (rows / MIN_ROWS_PER_PART).max(1));
+    if parts == 1 {
+        work(0, &mut a[..rows * da], &mut b[..rows * db]);
+        return;
+    }
+    let per = rows.div_ceil(parts);
+    std::thread::scope(|scope| {
+        let work = &work;
+        let mut a = &mut a[..rows * da];
+        let mut b = &mut b[..rows * db];
+        let mut first = 0;
+        while first < rows {
+            let take = per.min(rows - first);
+            let (pa, ra) = std::mem::take(&mut a).split_at_mut(take * da);
+            let (pb, rb) = std::mem::take(&mut b).split_at_mut(take * db);
+            a = ra;
+            b = rb;
+            if first + take < rows {
+                scope.spawn(move || work(first, pa, pb));
+            } else {
+                work(first, pa, pb);
+            }
+            first += take;
+        }
+    });
 }
 
 /// Dot product with eight independent accumulators (vectorises, and keeps the adds
 /// pipelined even where the compiler does not vectorise).
 #[inline]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let tail: f32 = ca
@@ -317,7 +444,7 @@ pub(crate) fn softmax_into(logits: &[f32], out: &mut [f32]) {
     }
 }
 
-/// One bank slot's bookkeeping; the embedding lives in [`Bank::vectors`] at the same index.
+/// One bank slot's bookkeeping; its vectors live in the [`Bank`]'s arrays at the same index.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     /// The square (0..128) the sample was cut from, if known.
@@ -326,30 +453,44 @@ struct Slot {
     stamp: u64,
 }
 
-/// Labelled embeddings, `cap` slots per class stored contiguously.
+/// Labelled samples, `cap` slots per class stored contiguously: per slot the unit embedding,
+/// and (when the model has features) the unit feature map and its descriptor.
 #[derive(Clone, Debug)]
 struct Bank {
     dim: usize,
+    fdim: usize,
     cap: usize,
     slots: Vec<Vec<Slot>>,
     /// `13 * cap * dim` floats; class `c`'s slot `i` at `(c * cap + i) * dim`.
     vectors: Vec<f32>,
+    /// `13 * cap * fdim` floats, the same layout: the feature maps at unit length, to fit the
+    /// whitening on and to describe again when it changes.
+    features: Vec<f32>,
+    /// Their descriptors (whitened when the table's whitening is fitted; unit length).
+    described: Vec<f32>,
     /// The network's softmax for each sample (same slot order), for [`SquareClassifier::fit`].
     network: Vec<[f32; SquareClass::COUNT]>,
     clock: u64,
+    /// Slots whose descriptor changed since [`Bank::take_changed`] last asked (`None`: all).
+    changed: Option<Vec<usize>>,
 }
 
 impl Bank {
-    fn new(dim: usize, cap: usize) -> Bank {
+    fn new(dim: usize, fdim: usize, cap: usize) -> Bank {
+        let slots = SquareClass::COUNT * cap;
         Bank {
             dim,
+            fdim,
             cap,
             slots: (0..SquareClass::COUNT)
                 .map(|_| Vec::with_capacity(cap))
                 .collect(),
-            vectors: vec![0.0; SquareClass::COUNT * cap * dim],
-            network: vec![[0.0; SquareClass::COUNT]; SquareClass::COUNT * cap],
+            vectors: vec![0.0; slots * dim],
+            features: vec![0.0; slots * fdim],
+            described: vec![0.0; slots * fdim],
+            network: vec![[0.0; SquareClass::COUNT]; slots],
             clock: 0,
+            changed: None,
         }
     }
 
@@ -361,12 +502,13 @@ impl Bank {
         self.slots.iter().all(Vec::is_empty)
     }
 
-    /// Adds (or refreshes) one sample (stored L2-normalised) with the network's softmax for it.
+    /// Adds (or refreshes) one sample: its unit `embedding`, its unit `features` and their
+    /// `descriptor` (both empty without features), and the network's softmax for it.
     fn insert(
         &mut self,
         class: SquareClass,
         square: Option<u16>,
-        embedding: &[f32],
+        sample: Sample<'_>,
         network: &[f32; SquareClass::COUNT],
     ) {
         let c = class.index();
@@ -386,14 +528,66 @@ impl Bank {
                 .map_or(0, |(i, _)| i),
         };
         slots[i] = Slot { square, stamp };
-        self.network[c * self.cap + i] = *network;
-        let at = (c * self.cap + i) * self.dim;
-        copy_unit(&mut self.vectors[at..at + self.dim], embedding);
+        let k = c * self.cap + i;
+        if let Some(changed) = &mut self.changed {
+            if changed.len() < self.network.len() {
+                changed.push(k);
+            } else {
+                self.changed = None;
+            }
+        }
+        self.network[k] = *network;
+        let scale = inverse_norm(sample.embedding);
+        for (v, &e) in self.vectors[k * self.dim..(k + 1) * self.dim]
+            .iter_mut()
+            .zip(sample.embedding)
+        {
+            *v = e * scale;
+        }
+        if self.fdim > 0 {
+            let f = k * self.fdim..(k + 1) * self.fdim;
+            self.features[f.clone()].copy_from_slice(sample.features);
+            self.described[f].copy_from_slice(sample.descriptor);
+        }
     }
 
-    /// Per class, the mean of the `k` highest cosine similarities between `q` (scaled by `qs`
-    /// to unit length) and the class's samples, skipping slot `skip` (class, index); `-inf` for
-    /// classes without samples.
+    /// Every sample's unit feature map and its class, for fitting a whitening.
+    fn feature_samples(&self) -> (Vec<f32>, Vec<usize>) {
+        let mut rows = Vec::new();
+        let mut labels = Vec::new();
+        for c in 0..SquareClass::COUNT {
+            let at = c * self.cap * self.fdim;
+            rows.extend_from_slice(&self.features[at..at + self.len(c) * self.fdim]);
+            labels.extend(std::iter::repeat_n(c, self.len(c)));
+        }
+        (rows, labels)
+    }
+
+    /// The slots (`class * cap + index`) whose descriptors changed since the last call, or
+    /// `None` when all may have.
+    fn take_changed(&mut self) -> Option<Vec<usize>> {
+        self.changed.replace(Vec::new())
+    }
+
+    /// Describes every sample's features anew.
+    fn redescribe(&mut self, whitening: Option<&Whitening>) {
+        self.changed = None;
+        let d = self.fdim;
+        for c in 0..SquareClass::COUNT {
+            let at = c * self.cap * d;
+            let end = at + self.len(c) * d;
+            for (out, f) in self.described[at..end]
+                .chunks_exact_mut(d)
+                .zip(self.features[at..end].chunks_exact(d))
+            {
+                describe_unit(f, whitening, out);
+            }
+        }
+    }
+
+    /// Per class, the mean of the `k` highest cosine similarities between the embedding `q`
+    /// (scaled by `qs` to unit length) and the class's samples, skipping slot `skip` (class,
+    /// index); `-inf` for classes without samples.
     fn scores(
         &self,
         q: &[f32],
@@ -433,6 +627,84 @@ impl Bank {
         }
         score
     }
+
+    /// Writes into `row` (one per slot) the cosine of the descriptor `q` with every used slot's
+    /// descriptor, or with the slots in `only`.
+    fn similarities(&self, q: &[f32], only: Option<&[usize]>, row: &mut [f32]) {
+        let d = self.fdim;
+        let mut put = |k: usize| row[k] = dot(&self.described[k * d..(k + 1) * d], q);
+        match only {
+            Some(slots) => slots.iter().for_each(|&k| put(k)),
+            None => {
+                for c in 0..SquareClass::COUNT {
+                    (c * self.cap..c * self.cap + self.len(c)).for_each(&mut put);
+                }
+            }
+        }
+    }
+
+    /// As [`Bank::scores`] for the feature descriptors, from one row of their similarities
+    /// ([`Bank::similarities`]), leaving out the samples of square `own`.
+    fn scores_from(&self, row: &[f32], k: usize, own: Option<u16>) -> [f32; SquareClass::COUNT] {
+        let mut score = [f32::NEG_INFINITY; SquareClass::COUNT];
+        let kk = k.clamp(1, 64);
+        for (c, s) in score.iter_mut().enumerate() {
+            let mut top = [f32::NEG_INFINITY; 64];
+            let mut seen = 0;
+            for (i, slot) in self.slots[c].iter().enumerate() {
+                if own.is_some() && slot.square == own {
+                    continue;
+                }
+                seen += 1;
+                let sim = row[c * self.cap + i];
+                if sim > top[kk - 1] {
+                    let mut j = kk - 1;
+                    while j > 0 && top[j - 1] < sim {
+                        top[j] = top[j - 1];
+                        j -= 1;
+                    }
+                    top[j] = sim;
+                }
+            }
+            if seen > 0 {
+                let kk = kk.min(seen);
+                *s = top[..kk].iter().sum::<f32>() / kk as f32;
+            }
+        }
+        score
+    }
+}
+
+/// One sample's vectors as the bank keeps them.
+#[derive(Clone, Copy)]
+struct Sample<'a> {
+    embedding: &'a [f32],
+    features: &'a [f32],
+    descriptor: &'a [f32],
+}
+
+/// The k-NN softmax of `score / t` over the classes with a finite score, into `out`; false
+/// (and `out` untouched) when no class has one.
+fn knn_softmax(
+    score: &[f32; SquareClass::COUNT],
+    inv_t: f32,
+    out: &mut [f32; SquareClass::COUNT],
+) -> bool {
+    let max = score.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    if !max.is_finite() {
+        return false;
+    }
+    let mut z = 0.0;
+    for (p, &s) in out.iter_mut().zip(score) {
+        *p = if s.is_finite() {
+            ((s - max) * inv_t).exp()
+        } else {
+            0.0
+        };
+        z += *p;
+    }
+    out.iter_mut().for_each(|p| *p /= z);
+    true
 }
 
 /// `(1 − mix) · net + mix · softmax(scores / t)` over the classes with a finite score.
@@ -482,12 +754,19 @@ pub struct SquareClassifier {
     config: ClassifierConfig,
     patch_w: u32,
     patch_h: u32,
+    /// Embedding dimension.
     dim: usize,
+    /// Feature map size (0: the model has no `features` output, or the config does not use it).
+    fdim: usize,
+    /// The table's within-class whitening of the features, once fitted on its labelled samples.
+    whitening: Option<Whitening>,
     bank: Bank,
     input: Vec<f32>,
-    /// Logits and embeddings of the last classified batch, one row per patch (for a frame,
-    /// rows of unchanged squares are kept from earlier frames; see `gate`).
-    outputs: [Output; 2],
+    /// Of the last classified batch, one row per patch (for a frame, rows of unchanged squares
+    /// are kept from earlier frames; see `gate`): the logits, the unit embeddings, the unit
+    /// feature maps (`[N, fdim]` once described) and their descriptors (the last two empty
+    /// without features).
+    outputs: [Output; 4],
     /// Softmax of the network alone for the last classified batch.
     network: Vec<[f32; SquareClass::COUNT]>,
     /// Which of a frame's 128 patches the network must see again.
@@ -495,8 +774,15 @@ pub struct SquareClassifier {
     /// Scratch: indices the gate reported, their patches, the network's rows for them.
     changed: Vec<usize>,
     gathered: Vec<u8>,
-    partial: [Output; 2],
+    partial: [Output; 4],
     network_rows: usize,
+    /// Cosines of the squares' feature descriptors (rows, up to 128) with every bank slot's
+    /// (`13 * bank_per_class` columns), kept between frames: only the rows the network saw again
+    /// and the slots the bank changed are computed anew (a full row costs a thousand dot
+    /// products of the feature map's length).
+    sims: Vec<f32>,
+    /// Rows of `sims` to compute anew.
+    stale: Vec<bool>,
     /// Unit embeddings of the pocket windows when their zones were empty (row `i` for the
     /// frame's patch `128 + i`), where `window_known[i]`.
     window_empty: Vec<f32>,
@@ -560,13 +846,33 @@ impl SquareClassifier {
                 "`embedding` must be [N, D]; it is {embedding:?}"
             )));
         }
+        // A model exported before the `features` output was added has only the embedding.
+        let fdim = match model.output_shape("features") {
+            Some(_) if config.descriptor == Descriptor::Embedding => 0,
+            Some(shape) => {
+                if shape.len() != 4 || shape[1..].iter().any(|&d| d <= 0) {
+                    return Err(wrong(format!(
+                        "`features` must be [N, C, H, W] with fixed C, H, W; it is {shape:?}"
+                    )));
+                }
+                shape[1..].iter().product::<i64>() as usize
+            }
+            None => 0,
+        };
+        if fdim > 16384 {
+            return Err(wrong(format!(
+                "feature map of {fdim} values is implausible"
+            )));
+        }
         let mut classifier = SquareClassifier {
             model,
             config: config.clone(),
             patch_w: input[3] as u32,
             patch_h: input[2] as u32,
             dim: embedding[1].max(0) as usize,
-            bank: Bank::new(0, 1),
+            fdim,
+            whitening: None,
+            bank: Bank::new(0, 0, 1),
             input: Vec::new(),
             outputs: Default::default(),
             network: Vec::new(),
@@ -581,6 +887,8 @@ impl SquareClassifier {
             gathered: Vec::new(),
             partial: Default::default(),
             network_rows: 0,
+            sims: Vec::new(),
+            stale: vec![true; SQUARES_PER_FRAME],
             window_empty: Vec::new(),
             window_known: Vec::new(),
         };
@@ -592,7 +900,7 @@ impl SquareClassifier {
                 &[1, 3, h as i64, w as i64],
                 &classifier.input,
                 &["logits", "embedding"],
-                &mut classifier.outputs,
+                &mut classifier.outputs[..2],
             )?;
             let shape = &classifier.outputs[1].shape;
             if shape.len() != 2 || shape[1] <= 0 {
@@ -606,7 +914,7 @@ impl SquareClassifier {
                 classifier.dim
             )));
         }
-        classifier.bank = Bank::new(classifier.dim, config.bank_per_class);
+        classifier.bank = Bank::new(classifier.dim, fdim, config.bank_per_class);
         Ok(classifier)
     }
 
@@ -618,6 +926,16 @@ impl SquareClassifier {
     /// Embedding dimension.
     pub fn embedding_dim(&self) -> usize {
         self.dim
+    }
+
+    /// Size of the feature map the squares are compared by (0 when only the embedding is).
+    pub fn feature_dim(&self) -> usize {
+        self.fdim
+    }
+
+    /// The table's whitening, once fitted ([`SquareClassifier::refit_whitening`]).
+    pub fn whitening(&self) -> Option<&Whitening> {
+        self.whitening.as_ref()
     }
 
     pub fn config(&self) -> &ClassifierConfig {
@@ -647,9 +965,46 @@ impl SquareClassifier {
         std::array::from_fn(|c| self.bank.len(c))
     }
 
-    /// Forgets every adaptation sample (a new piece set or a new table).
+    /// Forgets every adaptation sample and the whitening fitted on them (a new piece set or a
+    /// new table).
     pub fn clear_bank(&mut self) {
-        self.bank = Bank::new(self.dim, self.config.bank_per_class);
+        self.bank = Bank::new(self.dim, self.fdim, self.config.bank_per_class);
+        if self.whitening.take().is_some() {
+            let [_, _, features, descriptors] = &mut self.outputs;
+            describe_rows(features, self.fdim, usize::MAX, None, descriptors, 1);
+            self.stale.fill(true);
+        }
+    }
+
+    /// Fits the table's within-class whitening of the features ([`super::whiten`]) on every
+    /// sample in the bank (after the start position: 32 pieces and 32 empty squares per board,
+    /// all labelled) and describes the bank and the last batch anew with it. Does nothing
+    /// without features or with `shrinkage = 1`; leaves no whitening when the bank has no class
+    /// with two samples. Returns whether a whitening is in force.
+    pub fn refit_whitening(&mut self) -> bool {
+        let fdim = self.fdim;
+        if fdim == 0 {
+            return false;
+        }
+        self.whitening = if self.config.shrinkage < 1.0 {
+            let (rows, labels) = self.bank.feature_samples();
+            Whitening::fit(&rows, &labels, fdim, self.config.shrinkage)
+        } else {
+            None
+        };
+        let w = self.whitening.as_ref();
+        self.bank.redescribe(w);
+        let [_, _, features, descriptors] = &mut self.outputs;
+        describe_rows(
+            features,
+            fdim,
+            usize::MAX,
+            w,
+            descriptors,
+            self.config.threads,
+        );
+        self.stale.fill(true);
+        self.whitening.is_some()
     }
 
     fn check_crops(&self, crops: &Crops) -> Result<(), VisionModelError> {
@@ -672,11 +1027,20 @@ impl SquareClassifier {
     /// then no longer hold a frame the gate could reuse).
     fn forward(&mut self, patches: &[u8], n: usize) -> Result<(), VisionModelError> {
         self.gate.clear();
-        self.infer(patches, n, false)
+        self.stale.fill(true);
+        self.infer(patches, n, false, n)
     }
 
-    /// One forward pass over `n` patches into `self.partial` (`partial`) or `self.outputs`.
-    fn infer(&mut self, patches: &[u8], n: usize, partial: bool) -> Result<(), VisionModelError> {
+    /// One forward pass over `n` patches into `self.partial` (`partial`) or `self.outputs`; the
+    /// features of the first `describe` of them are described (the others are pocket windows,
+    /// which vote by the embedding alone).
+    fn infer(
+        &mut self,
+        patches: &[u8],
+        n: usize,
+        partial: bool,
+        describe: usize,
+    ) -> Result<(), VisionModelError> {
         let want_bytes = n * self.patch_bytes();
         if patches.len() != want_bytes || n == 0 {
             return Err(VisionModelError::CropCount {
@@ -701,12 +1065,17 @@ impl SquareClassifier {
         } else {
             &mut self.outputs
         };
+        let names: &[&str] = if self.fdim > 0 {
+            &["logits", "embedding", "features"]
+        } else {
+            &["logits", "embedding"]
+        };
         self.model
-            .run_named(&shape, &self.input, &["logits", "embedding"], outputs)?;
+            .run_named(&shape, &self.input, names, &mut outputs[..names.len()])?;
         if rows != n {
-            fold_mirrored(outputs, n);
+            fold_mirrored(&mut outputs[..names.len()], n);
         }
-        let [logits, embedding] = &*outputs;
+        let [logits, embedding, features, descriptors] = outputs;
         if logits.shape != [n as i64, SquareClass::COUNT as i64] {
             return Err(VisionModelError::OutputShape {
                 name: "logits",
@@ -720,6 +1089,25 @@ impl SquareClassifier {
                 shape: embedding.shape.clone(),
                 expected: format!("[{n}, {}]", self.dim),
             });
+        }
+        if self.fdim > 0 {
+            let per_row = features.shape[1..].iter().product::<i64>();
+            if features.shape.first() != Some(&(n as i64)) || per_row != self.fdim as i64 {
+                return Err(VisionModelError::OutputShape {
+                    name: "features",
+                    shape: features.shape.clone(),
+                    expected: format!("[{n}, …] of {} values per row", self.fdim),
+                });
+            }
+            features.shape = vec![n as i64, self.fdim as i64];
+            describe_rows(
+                features,
+                self.fdim,
+                describe,
+                self.whitening.as_ref(),
+                descriptors,
+                self.config.threads,
+            );
         }
         Ok(())
     }
@@ -779,17 +1167,24 @@ impl SquareClassifier {
         for &i in changed {
             gathered.extend_from_slice(&patches[i * pb..(i + 1) * pb]);
         }
-        let result = self.infer(&gathered, changed.len(), true);
+        // `changed` is ascending: the squares among them come first.
+        let squares = changed.partition_point(|&i| i < SQUARES_PER_FRAME);
+        let result = self.infer(&gathered, changed.len(), true, squares);
         self.gathered = gathered;
         if let Err(e) = result {
             self.gate.clear();
             return Err(e);
         }
         for (k, out) in self.outputs.iter_mut().enumerate() {
-            let d = if k == 0 { SquareClass::COUNT } else { self.dim };
+            let d = [SquareClass::COUNT, self.dim, self.fdim, self.fdim][k];
             let rows = &self.partial[k].data;
             for (j, &i) in changed.iter().enumerate() {
                 out.data[i * d..(i + 1) * d].copy_from_slice(&rows[j * d..(j + 1) * d]);
+            }
+        }
+        for &i in changed {
+            if let Some(s) = self.stale.get_mut(i) {
+                *s = true;
             }
         }
         self.gate.remember(patches, changed);
@@ -826,7 +1221,7 @@ impl SquareClassifier {
 
     fn combine(&mut self, n: usize, out: &mut Vec<[f32; SquareClass::COUNT]>) {
         const C: usize = SquareClass::COUNT;
-        let [logits, embedding] = &self.outputs;
+        let [logits, embeddings, _, descriptors] = &self.outputs;
         self.network.resize(n, [0.0; C]);
         out.resize(n, [0.0; C]);
         for (row, net) in logits.data.chunks_exact(C).zip(self.network.iter_mut()) {
@@ -842,15 +1237,68 @@ impl SquareClassifier {
             1.0 / self.config.temperature,
             self.config.neighbours,
         );
-        let dim = self.dim;
+        let (dim, fdim) = (self.dim, self.fdim);
+        let with_features = fdim > 0 && descriptors.data.len() >= n * fdim;
+        if with_features {
+            // Bring the kept similarities up to date: rows the network saw again, slots the bank
+            // changed.
+            let slots = SquareClass::COUNT * self.bank.cap;
+            let rows = n.min(SQUARES_PER_FRAME);
+            self.sims.resize(SQUARES_PER_FRAME * slots, 0.0);
+            let changed = self.bank.take_changed();
+            let stale = &self.stale;
+            let bank = &self.bank;
+            // The squares' descriptors are only read: a second slice stands in for `b`.
+            let work = |first: usize, sims: &mut [f32], _: &mut [f32]| {
+                for (j, row) in sims.chunks_exact_mut(slots).enumerate() {
+                    let r = first + j;
+                    let q = &descriptors.data[r * fdim..(r + 1) * fdim];
+                    let only = if stale[r] { None } else { changed.as_deref() };
+                    bank.similarities(q, only, row);
+                }
+            };
+            let heavy = changed.is_none() || stale[..rows].iter().filter(|&&x| x).count() >= 16;
+            let parts = if heavy { self.config.threads } else { 1 };
+            in_parts(
+                parts,
+                rows,
+                (&mut self.sims[..rows * slots], slots),
+                (&mut [], 0),
+                work,
+            );
+            self.stale[..rows].fill(false);
+        }
         let bank = &self.bank;
-        for (i, ((q, net), dst)) in embedding
+        let inv_ft = 1.0 / self.config.feature_temperature;
+        let both = self.config.descriptor == Descriptor::Both;
+        for (i, ((q, net), dst)) in embeddings
             .data
             .chunks_exact(dim)
             .zip(&self.network)
             .zip(out.iter_mut())
             .enumerate()
         {
+            // Squares may vote by their features; pocket windows always by the embedding.
+            if with_features && i < SQUARES_PER_FRAME {
+                let own = (!self.config.own_square_features).then_some(i as u16);
+                let slots = SquareClass::COUNT * bank.cap;
+                let fscore = bank.scores_from(&self.sims[i * slots..(i + 1) * slots], k, own);
+                let mut knn = [0.0; C];
+                if !knn_softmax(&fscore, inv_ft, &mut knn) {
+                    dst.copy_from_slice(net);
+                    continue;
+                }
+                if both {
+                    let mut e = [0.0; C];
+                    if knn_softmax(&bank.scores(q, inverse_norm(q), k, None), inv_t, &mut e) {
+                        knn.iter_mut().zip(e).for_each(|(p, x)| *p = 0.5 * (*p + x));
+                    }
+                }
+                for c in 0..C {
+                    dst[c] = (1.0 - mix) * net[c] + mix * knn[c];
+                }
+                continue;
+            }
             let qs = inverse_norm(q);
             let mut score = bank.scores(q, qs, k, None);
             // A pocket window also compares with itself when its zone was known to be empty.
@@ -878,10 +1326,7 @@ impl SquareClassifier {
         }
         for &w in windows.iter().filter(|&&w| w < n) {
             let at = (SQUARES_PER_FRAME + w) * dim;
-            copy_unit(
-                &mut self.window_empty[w * dim..(w + 1) * dim],
-                &rows[at..at + dim],
-            );
+            self.window_empty[w * dim..(w + 1) * dim].copy_from_slice(&rows[at..at + dim]);
             self.window_known[w] = true;
         }
     }
@@ -963,27 +1408,22 @@ impl SquareClassifier {
                 got: labels.len(),
             });
         }
-        let dim = self.dim;
-        let mut net = [0.0; SquareClass::COUNT];
-        for (i, (&label, e)) in labels
+        let picks: Vec<(usize, Option<u16>, SquareClass)> = labels
             .iter()
-            .zip(self.outputs[1].data.chunks_exact(dim))
             .enumerate()
-        {
-            let sq = squares.and_then(|s| s.get(i).copied());
-            let at = i * SquareClass::COUNT;
-            softmax_into(&self.outputs[0].data[at..at + SquareClass::COUNT], &mut net);
-            self.bank.insert(label, sq, e, &net);
-        }
-        Ok(())
+            .map(|(i, &label)| (i, squares.and_then(|s| s.get(i).copied()), label))
+            .collect();
+        self.confirm_last(&picks)
     }
 
     /// Adapts to a table from the 128 patches of its start position (both boards in the standard
-    /// start placement: every label is known). Returns the number of samples added.
+    /// start placement: every label is known): banks them and fits the table's whitening.
+    /// Returns the number of samples added.
     pub fn adapt_start(&mut self, crops: &Crops) -> Result<usize, VisionModelError> {
         let start = start_labels();
         let labels: Vec<SquareClass> = start.iter().chain(start.iter()).copied().collect();
         self.confirm(crops, &labels)?;
+        self.refit_whitening();
         self.refit_if_configured();
         Ok(labels.len())
     }
@@ -1022,8 +1462,10 @@ impl SquareClassifier {
         &mut self,
         picks: &[(usize, Option<u16>, SquareClass)],
     ) -> Result<(), VisionModelError> {
-        let dim = self.dim;
-        let n = self.outputs[1].data.len() / dim.max(1);
+        let (dim, fdim) = (self.dim, self.fdim);
+        let [logits, embeddings, features, descriptors] = &self.outputs;
+        let n = embeddings.data.len() / dim.max(1);
+        let with_features = fdim > 0 && features.data.len() >= n * fdim;
         for &(i, sq, label) in picks {
             if i >= n {
                 return Err(VisionModelError::LabelCount {
@@ -1031,18 +1473,26 @@ impl SquareClassifier {
                     got: i + 1,
                 });
             }
-            let at = i * dim;
             let mut net = [0.0; SquareClass::COUNT];
             let l = i * SquareClass::COUNT;
-            softmax_into(&self.outputs[0].data[l..l + SquareClass::COUNT], &mut net);
-            self.bank
-                .insert(label, sq, &self.outputs[1].data[at..at + dim], &net);
+            softmax_into(&logits.data[l..l + SquareClass::COUNT], &mut net);
+            let f = if with_features {
+                i * fdim..(i + 1) * fdim
+            } else {
+                0..0
+            };
+            let sample = Sample {
+                embedding: &embeddings.data[i * dim..(i + 1) * dim],
+                features: &features.data[f.clone()],
+                descriptor: &descriptors.data[f],
+            };
+            self.bank.insert(label, sq, sample, &net);
         }
         Ok(())
     }
 
     /// Adds arbitrary labelled patches (any count, model-sized, no square identity), e.g. the
-    /// `adapt` rows of an evaluation set.
+    /// `adapt` rows of an evaluation set, and refits the table's whitening on the whole bank.
     pub fn adapt_patches(
         &mut self,
         patches: &[u8],
@@ -1052,7 +1502,9 @@ impl SquareClassifier {
             return Ok(());
         }
         self.forward(patches, labels.len())?;
-        self.bank_last(labels, None)
+        self.bank_last(labels, None)?;
+        self.refit_whitening();
+        Ok(())
     }
 }
 
@@ -1138,11 +1590,22 @@ mod tests {
 
     #[test]
     fn bank_keeps_per_class_bounds_and_refreshes_squares() {
-        let mut bank = Bank::new(2, 3);
+        let mut bank = Bank::new(2, 0, 3);
+        let emb = |e: &'static [f32]| Sample {
+            embedding: e,
+            features: &[],
+            descriptor: &[],
+        };
         for i in 0..10u16 {
-            bank.insert(SquareClass::Empty, Some(i), &[1.0, i as f32], &N);
+            let e = [1.0, i as f32];
+            let sample = Sample {
+                embedding: &e,
+                features: &[],
+                descriptor: &[],
+            };
+            bank.insert(SquareClass::Empty, Some(i), sample, &N);
         }
-        bank.insert(SquareClass::WhiteKing, Some(4), &[0.0, 2.0], &N);
+        bank.insert(SquareClass::WhiteKing, Some(4), emb(&[0.0, 2.0]), &N);
         assert_eq!(bank.len(SquareClass::Empty.index()), 3);
         assert_eq!(bank.len(SquareClass::WhiteKing.index()), 1);
         // The newest three empties (squares 7, 8, 9) survive.
@@ -1150,7 +1613,7 @@ mod tests {
         kept.sort();
         assert_eq!(kept, vec![7, 8, 9]);
         // Re-confirming square 8 refreshes its slot instead of evicting another square.
-        bank.insert(SquareClass::Empty, Some(8), &[0.0, 1.0], &N);
+        bank.insert(SquareClass::Empty, Some(8), emb(&[0.0, 1.0]), &N);
         let mut kept: Vec<u16> = bank.slots[0].iter().filter_map(|s| s.square).collect();
         kept.sort();
         assert_eq!(kept, vec![7, 8, 9]);
@@ -1162,10 +1625,75 @@ mod tests {
         assert_eq!(&bank.vectors[i * 2..i * 2 + 2], &[0.0, 1.0]);
         // A flood of one class never touches another.
         for _ in 0..100 {
-            bank.insert(SquareClass::Empty, None, &[1.0, 0.0], &N);
+            bank.insert(SquareClass::Empty, None, emb(&[1.0, 0.0]), &N);
         }
         assert_eq!(bank.len(SquareClass::WhiteKing.index()), 1);
         assert_eq!(bank.len(SquareClass::Empty.index()), 3);
+    }
+
+    /// The feature vote leaves out the sample banked from the query's own square (unless asked):
+    /// that sample shows the square's surroundings as well as its piece, and a piece that has
+    /// just arrived would read as what stood there before.
+    #[test]
+    fn the_feature_vote_skips_the_squares_own_sample() {
+        let mut bank = Bank::new(1, 2, 2);
+        let put = |bank: &mut Bank, class, square, d: [f32; 2]| {
+            let sample = Sample {
+                embedding: &[1.0],
+                features: &d,
+                descriptor: &d,
+            };
+            bank.insert(class, Some(square), sample, &N);
+        };
+        // Square 5 was empty; a white pawn elsewhere looks nearly like the query.
+        put(&mut bank, SquareClass::Empty, 5, [1.0, 0.0]);
+        put(&mut bank, SquareClass::WhitePawn, 9, [0.8, 0.6]);
+        let q = [0.96, 0.28];
+        let mut row = vec![0.0; SquareClass::COUNT * 2];
+        bank.similarities(&q, None, &mut row);
+        assert!(
+            bank.take_changed().is_none(),
+            "a new bank has every slot to compute"
+        );
+        let with_own = bank.scores_from(&row, 1, None);
+        assert!(with_own[0] > with_own[SquareClass::WhitePawn.index()]);
+        let without = bank.scores_from(&row, 1, Some(5));
+        assert_eq!(without[0], f32::NEG_INFINITY);
+        assert!(without[SquareClass::WhitePawn.index()] > 0.9);
+        // Only the slots asked for are computed again.
+        put(&mut bank, SquareClass::WhitePawn, 9, [0.0, 1.0]);
+        let changed = bank.take_changed().expect("one slot changed");
+        assert_eq!(changed, vec![SquareClass::WhitePawn.index() * 2]);
+        bank.similarities(&q, Some(&changed), &mut row);
+        let after = bank.scores_from(&row, 1, Some(5));
+        assert!((after[SquareClass::WhitePawn.index()] - 0.28).abs() < 1e-6);
+        // The embedding vote is not affected by the square.
+        let e = bank.scores(&[1.0], 1.0, 1, None);
+        assert!(e[0].is_finite() && e[SquareClass::WhitePawn.index()].is_finite());
+    }
+
+    #[test]
+    fn work_in_parts_sees_every_row_once_with_its_index() {
+        for (parts, rows) in [(1, 20), (2, 20), (2, 7), (3, 25), (2, 0)] {
+            let mut a = vec![0.0f32; rows * 3 + 6];
+            let mut b = vec![0.0f32; rows * 2];
+            in_parts(parts, rows, (&mut a, 3), (&mut b, 2), |first, pa, pb| {
+                for (j, (ra, rb)) in pa
+                    .chunks_exact_mut(3)
+                    .zip(pb.chunks_exact_mut(2))
+                    .enumerate()
+                {
+                    ra.fill((first + j) as f32);
+                    rb[0] += 1.0;
+                }
+            });
+            for r in 0..rows {
+                assert_eq!(a[r * 3..r * 3 + 3], [r as f32; 3], "parts {parts}, row {r}");
+                assert_eq!(b[r * 2], 1.0);
+            }
+            // Rows past `rows` are not touched.
+            assert!(a[rows * 3..].iter().all(|&v| v == 0.0));
+        }
     }
 
     #[test]
@@ -1178,6 +1706,18 @@ mod tests {
             },
             ClassifierConfig {
                 temperature: 0.0,
+                ..Default::default()
+            },
+            ClassifierConfig {
+                feature_temperature: -0.1,
+                ..Default::default()
+            },
+            ClassifierConfig {
+                shrinkage: 0.0,
+                ..Default::default()
+            },
+            ClassifierConfig {
+                shrinkage: 1.5,
                 ..Default::default()
             },
             ClassifierConfig {
@@ -1203,6 +1743,9 @@ mod tests {
         assert_eq!(t.mix, 0.5);
         assert_eq!(t.neighbours, ClassifierConfig::default().neighbours);
         assert!(toml::from_str::<ClassifierConfig>("mixx = 0.5").is_err());
+        let t: ClassifierConfig = toml::from_str("descriptor = \"embedding\"").unwrap();
+        assert_eq!(t.descriptor, Descriptor::Embedding);
+        assert!(toml::from_str::<ClassifierConfig>("descriptor = \"pixels\"").is_err());
     }
 
     #[test]
@@ -1491,6 +2034,93 @@ mod tests {
         // The same start again refreshes, it does not grow.
         c.adapt_start(&crops).unwrap();
         assert_eq!(c.bank_sizes(), sizes);
+    }
+
+    /// A patch whose left and right halves differ: the fixture's feature map (its 4 × 4 grid
+    /// of channel means) of the mirrored copy must be mirrored back before the two are averaged,
+    /// so that mirroring leaves the features of the plain patch.
+    #[test]
+    fn a_mirrored_feature_map_is_mirrored_back_before_averaging() {
+        let (w, h) = (48usize, 64usize);
+        let mut patch = vec![0u8; w * h * 3];
+        for y in 0..h {
+            for x in 0..w {
+                let at = (y * w + x) * 3;
+                patch[at] = (x * 5) as u8; // red rises to the right
+                patch[at + 1] = (y * 3) as u8;
+                patch[at + 2] = 40;
+            }
+        }
+        let mut c = classifier();
+        assert_eq!(c.feature_dim(), 48);
+        let mut out = Vec::new();
+        c.classify_patches(&patch, 1, &mut out).unwrap();
+        let mirrored = c.outputs[2].data.clone();
+        c.config.mirror = false;
+        c.classify_patches(&patch, 1, &mut out).unwrap();
+        let plain = c.outputs[2].data.clone();
+        assert_eq!(plain.len(), 48);
+        for (a, b) in mirrored.iter().zip(&plain) {
+            assert!((a - b).abs() < 1e-5, "{mirrored:?} against {plain:?}");
+        }
+        // Unit length, and the red grid rises to the right as the patch does.
+        assert!((plain.iter().map(|v| v * v).sum::<f32>() - 1.0).abs() < 1e-4);
+        assert!(plain[3] > plain[0]);
+    }
+
+    /// The start position fits the table's whitening of the features; with features alone the
+    /// vote then reads a patch like the start square it matches, and `shrinkage = 1` or the
+    /// embedding alone fit none.
+    #[test]
+    fn the_start_position_fits_the_whitening_the_feature_vote_uses() {
+        let start = start_labels();
+        // Per class its own colour, varied a little from square to square.
+        let colours: Vec<[u8; 3]> = (0..128)
+            .map(|i| {
+                let class = start[i % 64].index() as u8;
+                [20 * class, 200 - 10 * class, (i % 7) as u8 * 3 + 60]
+            })
+            .collect();
+        let crops = crops_of(&colours);
+        // The fixture network reads green as a white pawn: the vote alone decides here.
+        let features = ClassifierConfig {
+            descriptor: Descriptor::Features,
+            mix: 1.0,
+            ..ClassifierConfig::default()
+        };
+        let mut c = SquareClassifier::from_path(&fixture(), &features).unwrap();
+        c.adapt_start(&crops).unwrap();
+        let w = c
+            .whitening()
+            .expect("the start position has within-class scatter");
+        assert_eq!(w.dim(), 48);
+        assert!(w.rank() >= 1);
+        let knight = SquareClass::WhiteKnight.index() as u8;
+        let mut out = Vec::new();
+        c.classify_patches(
+            &solid_patches(&[[20 * knight, 200 - 10 * knight, 64]]),
+            1,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(argmax(&out[0]), SquareClass::WhiteKnight.index());
+        for config in [
+            ClassifierConfig {
+                shrinkage: 1.0,
+                ..features.clone()
+            },
+            ClassifierConfig {
+                descriptor: Descriptor::Embedding,
+                ..ClassifierConfig::default()
+            },
+        ] {
+            let mut c = SquareClassifier::from_path(&fixture(), &config).unwrap();
+            c.adapt_start(&crops).unwrap();
+            assert!(c.whitening().is_none());
+        }
+        // Forgetting the table forgets its whitening.
+        c.clear_bank();
+        assert!(c.whitening().is_none());
     }
 
     #[test]

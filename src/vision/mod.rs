@@ -22,12 +22,13 @@ pub mod overlay;
 pub mod pockets;
 pub mod reader;
 pub mod rectify;
+pub mod whiten;
 
 pub use calibration::{
     BoardCalibration, Calibration, CalibrationConfig, CalibrationError, Drift, OrientationSource,
     PocketLayout, parse_corners,
 };
-pub use classify::{ClassifierConfig, SquareClassifier, VisionModelError, find_model};
+pub use classify::{ClassifierConfig, Descriptor, SquareClassifier, VisionModelError, find_model};
 pub use geometry::{Homography, Point};
 pub use occlusion::OcclusionMap;
 pub use pockets::{

@@ -260,19 +260,32 @@ impl FrameReader {
     }
 
     /// Adapts to the table from the last frame read, which must show both boards in the start
-    /// position (uses that frame's embeddings; no second network run).
+    /// position (uses that frame's descriptors; no second network run).
     pub fn adapt_start_from_last(&mut self) -> Result<(), ReadError> {
         let labels = start_labels();
-        self.confirm_last(BoardId::A, &labels)?;
-        self.confirm_last(BoardId::B, &labels)?;
+        self.adapt_last(BoardId::A, &labels)?;
+        self.adapt_last(BoardId::B, &labels)?;
         self.remember_empty_pockets(BoardId::A, [true; 2]);
         self.remember_empty_pockets(BoardId::B, [true; 2]);
         self.classifier.refit_if_configured();
         Ok(())
     }
 
+    /// Adapts to the table from `board` as the last frame read showed it in a known position
+    /// (the start): banks its 64 squares like [`FrameReader::confirm_last`] and refits the
+    /// table's whitening on everything banked so far.
+    pub fn adapt_last(
+        &mut self,
+        board: BoardId,
+        labels: &[SquareClass; 64],
+    ) -> Result<(), ReadError> {
+        self.confirm_last(board, labels)?;
+        self.classifier.refit_whitening();
+        Ok(())
+    }
+
     /// Adapts from a position of `board` the tracker confirmed in the last frame read: `labels`
-    /// are its 64 true classes (a1 = 0). Uses that frame's embeddings.
+    /// are its 64 true classes (a1 = 0). Uses that frame's descriptors.
     pub fn confirm_last(
         &mut self,
         board: BoardId,

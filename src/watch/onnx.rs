@@ -97,11 +97,13 @@ impl TableReader for OnnxReader {
 
     fn adapt(
         &mut self,
-        frame: &RgbImage,
+        _frame: &RgbImage,
         board: BoardId,
         start: &Position,
     ) -> Result<bool, WatchError> {
-        self.confirm(frame, board, start)?;
+        self.inner
+            .adapt_last(board, &labels(start))
+            .map_err(|e| WatchError::Reader(e.to_string()))?;
         // A board in its start position has empty pockets. (Remembering a zone again whenever a
         // committed position says it is empty was tried and read fewer occupied zones right;
         // `docs/classifier.md`.)
