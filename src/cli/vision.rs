@@ -332,7 +332,7 @@ pub struct SquaresArgs {
     #[arg(long)]
     mirror: Option<bool>,
     /// What the k-NN vote compares: embedding, features (whitened per table) or both.
-    #[arg(long, value_parser = parse_descriptor)]
+    #[arg(long)]
     descriptor: Option<Descriptor>,
     /// Softmax temperature over the whitened features' cosine similarities.
     #[arg(long)]
@@ -340,15 +340,6 @@ pub struct SquaresArgs {
     /// Shrinkage of the per-table whitening of the features, in (0, 1] (1 = none).
     #[arg(long)]
     shrinkage: Option<f32>,
-}
-
-fn parse_descriptor(s: &str) -> Result<Descriptor, String> {
-    match s {
-        "embedding" => Ok(Descriptor::Embedding),
-        "features" => Ok(Descriptor::Features),
-        "both" => Ok(Descriptor::Both),
-        _ => Err(format!("`{s}`: expected embedding, features or both")),
-    }
 }
 
 pub fn eval_squares(args: SquaresArgs) -> anyhow::Result<()> {

@@ -223,6 +223,20 @@ pub enum Descriptor {
     Both,
 }
 
+impl std::str::FromStr for Descriptor {
+    type Err = String;
+
+    /// The names of the TOML key (`embedding`, `features`, `both`).
+    fn from_str(s: &str) -> Result<Descriptor, String> {
+        match s {
+            "embedding" => Ok(Descriptor::Embedding),
+            "features" => Ok(Descriptor::Features),
+            "both" => Ok(Descriptor::Both),
+            _ => Err(format!("`{s}`: expected embedding, features or both")),
+        }
+    }
+}
+
 impl Default for ClassifierConfig {
     fn default() -> Self {
         ClassifierConfig {
@@ -1284,20 +1298,19 @@ impl SquareClassifier {
                 let slots = SquareClass::COUNT * bank.cap;
                 let fscore = bank.scores_from(&self.sims[i * slots..(i + 1) * slots], k, own);
                 let mut knn = [0.0; C];
-                if !knn_softmax(&fscore, inv_ft, &mut knn) {
-                    dst.copy_from_slice(net);
+                // No sample but the square's own: the embedding votes alone, below.
+                if knn_softmax(&fscore, inv_ft, &mut knn) {
+                    if both {
+                        let mut e = [0.0; C];
+                        if knn_softmax(&bank.scores(q, inverse_norm(q), k, None), inv_t, &mut e) {
+                            knn.iter_mut().zip(e).for_each(|(p, x)| *p = 0.5 * (*p + x));
+                        }
+                    }
+                    for c in 0..C {
+                        dst[c] = (1.0 - mix) * net[c] + mix * knn[c];
+                    }
                     continue;
                 }
-                if both {
-                    let mut e = [0.0; C];
-                    if knn_softmax(&bank.scores(q, inverse_norm(q), k, None), inv_t, &mut e) {
-                        knn.iter_mut().zip(e).for_each(|(p, x)| *p = 0.5 * (*p + x));
-                    }
-                }
-                for c in 0..C {
-                    dst[c] = (1.0 - mix) * net[c] + mix * knn[c];
-                }
-                continue;
             }
             let qs = inverse_norm(q);
             let mut score = bank.scores(q, qs, k, None);
@@ -1457,7 +1470,9 @@ impl SquareClassifier {
     }
 
     /// Adds samples from the last classified batch without running the network again:
-    /// `picks` are (patch index in that batch, square id 0..128 if known, true class).
+    /// `picks` are (patch index in that batch, square id 0..128 if known, true class). On a
+    /// frame read through the gate only the squares (indices below 128) have feature
+    /// descriptors; pocket windows are never banked.
     pub fn confirm_last(
         &mut self,
         picks: &[(usize, Option<u16>, SquareClass)],
@@ -1745,6 +1760,16 @@ mod tests {
         assert!(toml::from_str::<ClassifierConfig>("mixx = 0.5").is_err());
         let t: ClassifierConfig = toml::from_str("descriptor = \"embedding\"").unwrap();
         assert_eq!(t.descriptor, Descriptor::Embedding);
+        // The command line's names are the TOML's.
+        for d in [
+            Descriptor::Embedding,
+            Descriptor::Features,
+            Descriptor::Both,
+        ] {
+            let name = toml::Value::try_from(d).unwrap();
+            assert_eq!(name.as_str().unwrap().parse::<Descriptor>(), Ok(d));
+        }
+        assert!("pixels".parse::<Descriptor>().is_err());
         assert!(toml::from_str::<ClassifierConfig>("descriptor = \"pixels\"").is_err());
     }
 
