@@ -610,36 +610,15 @@ impl Bank {
         skip: Option<(usize, usize)>,
     ) -> [f32; SquareClass::COUNT] {
         let dim = self.dim;
-        let mut score = [f32::NEG_INFINITY; SquareClass::COUNT];
-        for (c, s) in score.iter_mut().enumerate() {
-            let len = self.len(c);
-            let usable = len - usize::from(matches!(skip, Some((sc, _)) if sc == c));
-            if usable == 0 {
-                continue;
-            }
-            let mut top = [f32::NEG_INFINITY; 64];
-            let kk = k.clamp(1, 64).min(usable);
+        std::array::from_fn(|c| {
             let base = c * self.cap * dim;
-            for (i, v) in self.vectors[base..base + len * dim]
+            let sims = self.vectors[base..base + self.len(c) * dim]
                 .chunks_exact(dim)
                 .enumerate()
-            {
-                if skip == Some((c, i)) {
-                    continue;
-                }
-                let sim = dot(v, q) * qs;
-                if sim > top[kk - 1] {
-                    let mut j = kk - 1;
-                    while j > 0 && top[j - 1] < sim {
-                        top[j] = top[j - 1];
-                        j -= 1;
-                    }
-                    top[j] = sim;
-                }
-            }
-            *s = top[..kk].iter().sum::<f32>() / kk as f32;
-        }
-        score
+                .filter(|&(i, _)| skip != Some((c, i)))
+                .map(|(_, v)| dot(v, q) * qs);
+            mean_of_top(k, sims)
+        })
     }
 
     /// Writes into `row` (one per slot) the cosine of the descriptor `q` with every used slot's
@@ -660,33 +639,38 @@ impl Bank {
     /// As [`Bank::scores`] for the feature descriptors, from one row of their similarities
     /// ([`Bank::similarities`]), leaving out the samples of square `own`.
     fn scores_from(&self, row: &[f32], k: usize, own: Option<u16>) -> [f32; SquareClass::COUNT] {
-        let mut score = [f32::NEG_INFINITY; SquareClass::COUNT];
-        let kk = k.clamp(1, 64);
-        for (c, s) in score.iter_mut().enumerate() {
-            let mut top = [f32::NEG_INFINITY; 64];
-            let mut seen = 0;
-            for (i, slot) in self.slots[c].iter().enumerate() {
-                if own.is_some() && slot.square == own {
-                    continue;
-                }
-                seen += 1;
-                let sim = row[c * self.cap + i];
-                if sim > top[kk - 1] {
-                    let mut j = kk - 1;
-                    while j > 0 && top[j - 1] < sim {
-                        top[j] = top[j - 1];
-                        j -= 1;
-                    }
-                    top[j] = sim;
-                }
-            }
-            if seen > 0 {
-                let kk = kk.min(seen);
-                *s = top[..kk].iter().sum::<f32>() / kk as f32;
-            }
-        }
-        score
+        std::array::from_fn(|c| {
+            let sims = self.slots[c]
+                .iter()
+                .enumerate()
+                .filter(|(_, slot)| own.is_none() || slot.square != own)
+                .map(|(i, _)| row[c * self.cap + i]);
+            mean_of_top(k, sims)
+        })
     }
+}
+
+/// The mean of the `k` (1..=64) largest of `sims`, or `-inf` when there are none.
+fn mean_of_top(k: usize, sims: impl Iterator<Item = f32>) -> f32 {
+    let mut top = [f32::NEG_INFINITY; 64];
+    let kk = k.clamp(1, 64);
+    let mut seen = 0;
+    for sim in sims {
+        seen += 1;
+        if sim > top[kk - 1] {
+            let mut j = kk - 1;
+            while j > 0 && top[j - 1] < sim {
+                top[j] = top[j - 1];
+                j -= 1;
+            }
+            top[j] = sim;
+        }
+    }
+    if seen == 0 {
+        return f32::NEG_INFINITY;
+    }
+    let kk = kk.min(seen);
+    top[..kk].iter().sum::<f32>() / kk as f32
 }
 
 /// One sample's vectors as the bank keeps them.

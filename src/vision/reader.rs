@@ -263,8 +263,9 @@ impl FrameReader {
     /// position (uses that frame's descriptors; no second network run).
     pub fn adapt_start_from_last(&mut self) -> Result<(), ReadError> {
         let labels = start_labels();
-        self.adapt_last(BoardId::A, &labels)?;
-        self.adapt_last(BoardId::B, &labels)?;
+        self.confirm_last(BoardId::A, &labels)?;
+        self.confirm_last(BoardId::B, &labels)?;
+        self.classifier.refit_whitening();
         self.remember_empty_pockets(BoardId::A, [true; 2]);
         self.remember_empty_pockets(BoardId::B, [true; 2]);
         self.classifier.refit_if_configured();
