@@ -439,6 +439,10 @@ pub struct TrackerConfig {
     /// reader counts; one that looks as it did when its content was last known hides nothing.
     /// 0 switches the pocket looks off (the counts alone decide).
     pub pocket_look_levels: f32,
+    /// A hand-over counts as arrived once this many consecutive readings of the receiving zone
+    /// since the capture, calm or not, showed every piece of its role the owner holds; its later absence
+    /// is then `hidden_pocket`, not `handover_missing` (`PocketWatcher::with_glimpses`). 0: off.
+    pub pocket_glimpses: u32,
     /// Longest move sequence one observation may be explained by (1 = single moves only; at most
     /// `decode::MAX_SEQUENCE`). Two-move sequences are searched exhaustively, longer ones by beam.
     pub max_moves_per_observation: u32,
@@ -559,6 +563,7 @@ impl Default for TrackerConfig {
             pocket_board_view: true,
             pocket_min_confidence: 0.0,
             pocket_look_levels: 10.0,
+            pocket_glimpses: 3,
             max_moves_per_observation: 12,
             beam_width: 48,
             stall_window_ms: 1000,

@@ -13,6 +13,9 @@
 //! when the receiving zone's look changed since before the capture, and a shortfall is only
 //! hidden if the zone's look changed since its content was last known (something was taken
 //! away); a zone that looks as it did then holds what it held then.
+//!
+//! Busy readings (a hand over the board) count only as glimpses of hand-overs arriving
+//! ([`PocketWatcher::with_glimpses`]): a hand hides pieces, it does not add them.
 
 use std::collections::VecDeque;
 
@@ -56,6 +59,8 @@ struct Zone {
     /// Whether a calm reading since the owner last held nothing showed at least as many pieces
     /// in the zone as he held then (whatever roles it named).
     counted: bool,
+    /// Every reading's counts (calm or not) of the last [`LOOK_HISTORY_MS`], oldest first.
+    glimpses: VecDeque<(u64, [u8; 5])>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -101,6 +106,14 @@ struct Handover {
     changed_run: u32,
     /// Calm readings of the receiving zone since the capture was committed.
     readings: u32,
+    /// The longest run of consecutive readings of the receiving zone, calm or not, since the
+    /// capture was made that showed as many pieces of its role as the owner holds
+    /// ([`PocketWatcher::with_glimpses`]).
+    glimpsed: u32,
+    /// The current such run.
+    glimpse_run: u32,
+    /// Whether `glimpsed` has counted the zone's readings from before the commit.
+    glimpses_counted: bool,
 }
 
 /// Compares pocket readings with the engine's pockets and raises pocket alerts.
@@ -119,6 +132,8 @@ pub struct PocketWatcher {
     /// Per board, colour.
     zones: [[Zone; 2]; 2],
     pending: Vec<Handover>,
+    /// Consecutive readings that show a hand-over arrived (0: off; [`with_glimpses`](Self::with_glimpses)).
+    glimpses: u32,
     /// Undecided moves excuse as many missing pieces (else they only ask for confirmation).
     excuse_undecided: bool,
     /// Missing pieces are judged by the zone's total too ([`judging_totals`](Self::judging_totals)).
@@ -137,6 +152,7 @@ impl PocketWatcher {
             keys: Default::default(),
             zones: Default::default(),
             pending: Vec::new(),
+            glimpses: 0,
             excuse_undecided: false,
             totals: false,
             on_board: Default::default(),
@@ -156,6 +172,20 @@ impl PocketWatcher {
     /// hand-over is missing while the zone shows as many pieces as its owner holds.
     pub fn judging_totals(mut self, totals: bool) -> PocketWatcher {
         self.totals = totals;
+        self
+    }
+
+    /// Takes a hand-over as seen arriving once `readings` consecutive readings of the receiving
+    /// zone since the capture, calm or not ([`on_glimpse`](Self::on_glimpse)), showed all the
+    /// pieces of its role the owner holds (and, judging totals, as many pieces in all); 0: off.
+    /// A board in a fast game is rarely calm, and a piece that arrived and went into the
+    /// player's hand before a calm reading passed for a hand-over never made. Such a hand-over
+    /// whose piece is missing later is reported `hidden_pocket`, not `handover_missing`; one
+    /// already reported missing and then seen arriving is no longer pending. A hand over the
+    /// zone hides pieces rather than adding them, so busy readings still show an arrival;
+    /// they do not count for anything else (they would report every covered piece missing).
+    pub fn with_glimpses(mut self, readings: u32) -> PocketWatcher {
+        self.glimpses = readings;
         self
     }
 
@@ -211,6 +241,9 @@ impl PocketWatcher {
                 before,
                 changed_run: 0,
                 readings: 0,
+                glimpsed: 0,
+                glimpse_run: 0,
+                glimpses_counted: false,
             });
         }
     }
@@ -271,6 +304,69 @@ impl PocketWatcher {
             .iter()
             .filter(|h| h.from == board.other())
             .count()
+    }
+
+    /// Any reading of `board`'s pockets at `ts`, calm or not: what it shows of the pending
+    /// hand-overs' pieces ([`with_glimpses`](Self::with_glimpses)).
+    pub fn on_glimpse(&mut self, board: BoardId, ts: u64, reading: &PocketReading, table: &Table) {
+        if self.glimpses == 0 {
+            return;
+        }
+        for color in Color::ALL {
+            if !reading.in_view(color) {
+                continue;
+            }
+            let zone = &mut self.zones[board.index()][color.index()];
+            zone.glimpses.push_back((ts, reading.counts[color.index()]));
+            while zone
+                .glimpses
+                .front()
+                .is_some_and(|(t, _)| t + LOOK_HISTORY_MS < ts)
+            {
+                zone.glimpses.pop_front();
+            }
+            let pocket = table.board(board).pocket(color);
+            let held_all = total(|r| pocket.count(r));
+            let totals = self.totals;
+            for h in self
+                .pending
+                .iter_mut()
+                .filter(|h| h.from == board.other() && h.color == color)
+            {
+                let held = pocket.count(h.role);
+                // As many of its role as held, and as many pieces in all: a reading that names
+                // another piece of the zone as this role shows no arrival.
+                let shows = |counts: &[u8; 5]| {
+                    held > 0
+                        && counts[h.role.index()] >= held
+                        && (!totals || total(|r| counts[r.index()]) >= held_all)
+                };
+                let mut glimpse = |shown: bool| {
+                    h.glimpse_run = if shown { h.glimpse_run + 1 } else { 0 };
+                    h.glimpsed = h.glimpsed.max(h.glimpse_run);
+                };
+                if h.glimpses_counted {
+                    glimpse(shows(&reading.counts[color.index()]));
+                } else {
+                    // The readings since the capture was made, this one included.
+                    for (_, c) in zone.glimpses.iter().filter(|(t, _)| *t >= h.captured_ts) {
+                        glimpse(shows(c));
+                    }
+                    h.glimpses_counted = true;
+                }
+            }
+            // A hand-over already reported missing that is seen arriving has arrived, late: a
+            // shortfall after that is a hidden piece. (One not yet reported stays pending: a
+            // drop the tracker has not committed yet may take it away again, and its absence
+            // is then reported as hidden by `on_reading`.)
+            let glimpses = self.glimpses;
+            self.pending.retain(|h| {
+                !(h.from == board.other()
+                    && h.color == color
+                    && h.reported
+                    && h.glimpsed >= glimpses)
+            });
+        }
     }
 
     /// One reading of `board`'s pockets at `ts`, of which only the zones `readable` marks count
@@ -400,11 +496,21 @@ impl PocketWatcher {
                         && ts.saturating_sub(h.committed_ts) >= self.grace_ms
                     {
                         h.reported = true;
-                        out.push(EventBody::HandoverMissing {
-                            from_board: h.from,
-                            color,
-                            piece: piece.clone(),
-                            captured_ts: h.captured_ts,
+                        // Seen arriving: the partner has had it, and now it is gone.
+                        out.push(if self.glimpses > 0 && h.glimpsed >= self.glimpses {
+                            EventBody::HiddenPocket {
+                                color,
+                                piece: piece.clone(),
+                                held,
+                                visible,
+                            }
+                        } else {
+                            EventBody::HandoverMissing {
+                                from_board: h.from,
+                                color,
+                                piece: piece.clone(),
+                                captured_ts: h.captured_ts,
+                            }
                         });
                     }
                 }
@@ -998,6 +1104,129 @@ mod tests {
             );
         }
         assert_eq!(w.pending(BoardId::A), 0);
+    }
+
+    /// The alerts for a knight captured on board B at `made` and committed at `committed`,
+    /// whose zone on board A is never calm until 3 s and shows the knight in the readings
+    /// `shown` (by time), nothing after.
+    fn glimpsed_then_gone(
+        glimpses: u32,
+        [made, committed]: [u64; 2],
+        shown: &[u64],
+    ) -> Vec<EventBody> {
+        let t = table_with_white_knight_in_a_pocket();
+        let mut w = PocketWatcher::new(1000).with_glimpses(glimpses);
+        let mut events = Vec::new();
+        for ts in (0..=6000).step_by(100) {
+            if ts == committed {
+                w.on_capture(BoardId::B, WHITE_KNIGHT, made, committed);
+            }
+            let r = reading(u8::from(shown.contains(&ts)));
+            w.on_glimpse(BoardId::A, ts, &r, &t);
+            let calm = ts >= 3000;
+            events.extend(w.on_reading(BoardId::A, ts, &r, [calm; 2], &t, [0; 2]));
+        }
+        events
+    }
+
+    #[test]
+    fn a_hand_over_glimpsed_arriving_then_gone_is_hidden_not_missing() {
+        let hidden = |e: &[EventBody]| matches!(e, [EventBody::HiddenPocket { visible: 0, .. }]);
+        let missing = |e: &[EventBody]| matches!(e, [EventBody::HandoverMissing { .. }]);
+        // Shown in three readings in a row while the board was busy, then taken away.
+        let seen = [500, 600, 700];
+        let e = glimpsed_then_gone(3, [0, 0], &seen);
+        assert!(hidden(&e), "{e:?}");
+        // The same when the capture is committed only after the readings that showed it.
+        let e = glimpsed_then_gone(3, [0, 1000], &seen);
+        assert!(hidden(&e), "{e:?}");
+        // Without glimpses only calm readings count: it never arrived.
+        let e = glimpsed_then_gone(0, [0, 0], &seen);
+        assert!(missing(&e), "{e:?}");
+        // Readings that show it now and then, never three in a row, are noise.
+        let e = glimpsed_then_gone(3, [0, 0], &[500, 600, 800, 900]);
+        assert!(missing(&e), "{e:?}");
+        // Readings from before the capture was made show another piece.
+        let e = glimpsed_then_gone(3, [1000, 1500], &seen);
+        assert!(missing(&e), "{e:?}");
+    }
+
+    #[test]
+    fn a_hand_over_seen_arriving_after_it_was_reported_missing_can_then_be_hidden() {
+        // Missing in the calm readings until 2 s; the knight arrives while the board is busy
+        // (shown 2.5–3.0 s, the last of these readings calm), then it is gone from the calm
+        // readings again: taken into the player's hand.
+        let run = |glimpses: u32| {
+            let t = table_with_white_knight_in_a_pocket();
+            let mut w = PocketWatcher::new(1000).with_glimpses(glimpses);
+            w.on_capture(BoardId::B, WHITE_KNIGHT, 0, 0);
+            let mut events = Vec::new();
+            for ts in (0..=7000).step_by(100) {
+                let calm = !(2100..3000).contains(&ts);
+                let r = reading(u8::from((2500..=3000).contains(&ts)));
+                w.on_glimpse(BoardId::A, ts, &r, &t);
+                events.extend(w.on_reading(BoardId::A, ts, &r, [calm; 2], &t, [0; 2]));
+            }
+            (events, w.pending(BoardId::A))
+        };
+        let (events, pending) = run(3);
+        assert!(
+            matches!(
+                events.as_slice(),
+                [
+                    EventBody::HandoverMissing { .. },
+                    EventBody::HiddenPocket { visible: 0, .. }
+                ]
+            ),
+            "{events:?}"
+        );
+        assert_eq!(pending, 0);
+        // Calm readings alone never saw it arrive: still the missing hand-over, nothing more.
+        let (events, pending) = run(0);
+        assert!(
+            matches!(events.as_slice(), [EventBody::HandoverMissing { .. }]),
+            "{events:?}"
+        );
+        assert_eq!(pending, 1);
+    }
+
+    #[test]
+    fn judging_totals_a_glimpse_naming_another_piece_as_the_hand_over_shows_no_arrival() {
+        // White holds a bishop and the knight on its way; busy readings name the bishop a
+        // knight (one piece in the zone), then the calm ones show the bishop alone.
+        let t = Table::from_fen(
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[BN] w KQkq - 0 1 | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        )
+        .unwrap();
+        let run = |totals: bool| {
+            let mut w = PocketWatcher::new(1000)
+                .with_glimpses(3)
+                .judging_totals(totals);
+            w.on_capture(BoardId::B, WHITE_KNIGHT, 0, 0);
+            let mut events = Vec::new();
+            for ts in (0..=6000).step_by(100) {
+                let calm = ts >= 3000;
+                let r = if calm {
+                    showing(Role::Bishop, 1)
+                } else {
+                    showing(Role::Knight, 1)
+                };
+                w.on_glimpse(BoardId::A, ts, &r, &t);
+                events.extend(w.on_reading(BoardId::A, ts, &r, [calm; 2], &t, [0; 2]));
+            }
+            events
+        };
+        let events = run(true);
+        assert!(
+            matches!(events.as_slice(), [EventBody::HandoverMissing { .. }]),
+            "{events:?}"
+        );
+        // Per role alone, the misnamed bishop passes for the knight arriving.
+        let events = run(false);
+        assert!(
+            matches!(events.as_slice(), [EventBody::HiddenPocket { .. }]),
+            "{events:?}"
+        );
     }
 
     #[test]

@@ -390,6 +390,7 @@ impl Tracker {
         Ok(Tracker {
             pockets: PocketWatcher::new(cfg.pocket_grace_ms)
                 .with_looks(cfg.pocket_look_levels)
+                .with_glimpses(cfg.pocket_glimpses)
                 .excusing_undecided(cfg.pocket_excuse_undecided)
                 .judging_totals(cfg.pocket_totals),
             cfg,
@@ -749,6 +750,8 @@ impl Tracker {
                 }
                 bt.pockets.push_back(*reading);
             }
+            self.pockets
+                .on_glimpse(b, obs.ts, reading, self.referee.table());
             // The pocket alerts, with the zones that are calm and read surely enough.
             let zones_calm = reading.calm.unwrap_or([calm; 2]);
             let sure = reading.confidence.map_or([true; 2], |c| {
