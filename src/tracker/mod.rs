@@ -439,9 +439,10 @@ pub struct TrackerConfig {
     /// reader counts; one that looks as it did when its content was last known hides nothing.
     /// 0 switches the pocket looks off (the counts alone decide).
     pub pocket_look_levels: f32,
-    /// A hand-over counts as arrived once this many consecutive readings of the receiving zone
-    /// since the capture, calm or not, showed every piece of its role the owner holds; its later absence
-    /// is then `hidden_pocket`, not `handover_missing` (`PocketWatcher::with_glimpses`). 0: off.
+    /// A hand-over counts as seen arriving once this many consecutive readings of the
+    /// receiving zone since the capture, calm or not, showed every piece of its role the owner
+    /// holds (and, with `pocket_totals`, as many pieces in all): its piece missing later is
+    /// `hidden_pocket`, not `handover_missing` (`PocketWatcher::with_glimpses`). 0: off.
     pub pocket_glimpses: u32,
     /// Longest move sequence one observation may be explained by (1 = single moves only; at most
     /// `decode::MAX_SEQUENCE`). Two-move sequences are searched exhaustively, longer ones by beam.

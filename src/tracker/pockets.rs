@@ -132,7 +132,8 @@ pub struct PocketWatcher {
     /// Per board, colour.
     zones: [[Zone; 2]; 2],
     pending: Vec<Handover>,
-    /// Consecutive readings that show a hand-over arrived (0: off; [`with_glimpses`](Self::with_glimpses)).
+    /// Consecutive readings that show a hand-over arrived (0: off;
+    /// [`with_glimpses`](Self::with_glimpses)).
     glimpses: u32,
     /// Undecided moves excuse as many missing pieces (else they only ask for confirmation).
     excuse_undecided: bool,
