@@ -106,13 +106,12 @@ struct Handover {
     changed_run: u32,
     /// Calm readings of the receiving zone since the capture was committed.
     readings: u32,
-    /// The longest run of consecutive readings of the receiving zone, calm or not, since the
-    /// capture was made that showed as many pieces of its role as the owner holds
-    /// ([`PocketWatcher::with_glimpses`]).
-    glimpsed: u32,
-    /// The current such run.
+    /// Whether enough consecutive readings of the receiving zone, calm or not, since the
+    /// capture was made showed its piece arrive ([`PocketWatcher::with_glimpses`]).
+    seen_arriving: bool,
+    /// The current run of such readings.
     glimpse_run: u32,
-    /// Whether `glimpsed` has counted the zone's readings from before the commit.
+    /// Whether the zone's readings from before the commit were counted.
     glimpses_counted: bool,
 }
 
@@ -242,7 +241,7 @@ impl PocketWatcher {
                 before,
                 changed_run: 0,
                 readings: 0,
-                glimpsed: 0,
+                seen_arriving: false,
                 glimpse_run: 0,
                 glimpses_counted: false,
             });
@@ -328,7 +327,7 @@ impl PocketWatcher {
             }
             let pocket = table.board(board).pocket(color);
             let held_all = total(|r| pocket.count(r));
-            let totals = self.totals;
+            let (totals, glimpses) = (self.totals, self.glimpses);
             for h in self
                 .pending
                 .iter_mut()
@@ -344,7 +343,7 @@ impl PocketWatcher {
                 };
                 let mut glimpse = |shown: bool| {
                     h.glimpse_run = if shown { h.glimpse_run + 1 } else { 0 };
-                    h.glimpsed = h.glimpsed.max(h.glimpse_run);
+                    h.seen_arriving |= h.glimpse_run >= glimpses;
                 };
                 if h.glimpses_counted {
                     glimpse(shows(&reading.counts[color.index()]));
@@ -360,12 +359,8 @@ impl PocketWatcher {
             // shortfall after that is a hidden piece. (One not yet reported stays pending: a
             // drop the tracker has not committed yet may take it away again, and its absence
             // is then reported as hidden by `on_reading`.)
-            let glimpses = self.glimpses;
             self.pending.retain(|h| {
-                !(h.from == board.other()
-                    && h.color == color
-                    && h.reported
-                    && h.glimpsed >= glimpses)
+                !(h.from == board.other() && h.color == color && h.reported && h.seen_arriving)
             });
         }
     }
@@ -498,7 +493,7 @@ impl PocketWatcher {
                     {
                         h.reported = true;
                         // Seen arriving: the partner has had it, and now it is gone.
-                        out.push(if self.glimpses > 0 && h.glimpsed >= self.glimpses {
+                        out.push(if h.seen_arriving {
                             EventBody::HiddenPocket {
                                 color,
                                 piece: piece.clone(),
