@@ -110,6 +110,15 @@ pub fn features(pos: &Position, m: Move) -> [f32; FEATURES] {
 
 fn features_in(pos: &Position, cx: &Context, m: Move) -> [f32; FEATURES] {
     let mut f = [0.0f32; FEATURES];
+    visit_features(pos, cx, m, |k, v| f[k] = v);
+    f
+}
+
+/// Calls `put(k, value)` for the features of `m` that may not be zero, each at most once, in
+/// no particular order (the others are zero): the decoder scores tens of thousands of moves per
+/// view, and most of the twenty features of a move are zero.
+#[inline]
+fn visit_features(pos: &Position, cx: &Context, m: Move, mut put: impl FnMut(usize, f32)) {
     let (us, occ, enemy_king) = (cx.us, cx.occ, cx.enemy_king);
     let pawn_hits = |sq: Square| cx.pawn_attacked.contains(sq);
     match m {
@@ -124,12 +133,12 @@ fn features_in(pos: &Position, cx: &Context, m: Move) -> [f32; FEATURES] {
             // would favour the queen for her checks and threats, not for how often she is
             // chosen.
             match promotion {
-                Some(Role::Knight) => f[16] = 1.0,
-                Some(Role::Bishop | Role::Rook) => f[17] = 1.0,
+                Some(Role::Knight) => put(16, 1.0),
+                Some(Role::Bishop | Role::Rook) => put(17, 1.0),
                 _ => {}
             }
             if let Some(c) = capture {
-                f[0] = value(c) / 3.0;
+                put(0, value(c) / 3.0);
             }
             let mut after = occ;
             after.remove(from);
@@ -137,80 +146,82 @@ fn features_in(pos: &Position, cx: &Context, m: Move) -> [f32; FEATURES] {
             if let Some(k) = enemy_king {
                 let piece = Piece { color: us, role };
                 if pos.attacks_from(piece, to, after).contains(k) {
-                    f[4] = 1.0;
+                    put(4, 1.0);
                 }
             }
             if role != Role::Pawn && pawn_hits(to) {
-                f[5] = value(role) / 3.0;
+                put(5, value(role) / 3.0);
             }
-            f[6] = (rel_rank(to, us) - rel_rank(from, us)).clamp(-3, 3) as f32 / 2.0;
+            put(
+                6,
+                (rel_rank(to, us) - rel_rank(from, us)).clamp(-3, 3) as f32 / 2.0,
+            );
             let centre = (centre_distance(from) - centre_distance(to)) as f32 / 2.0;
             if role == Role::Pawn {
-                f[18] = centre;
+                put(18, centre);
             } else {
-                f[7] = centre;
+                put(7, centre);
             }
             if matches!(role, Role::Knight | Role::Bishop) && matches!(to.file(), 0 | 7) {
-                f[8] = 1.0;
+                put(8, 1.0);
             }
             if matches!(role, Role::Knight | Role::Bishop) && rel_rank(from, us) == 0 {
-                f[9] = 1.0;
+                put(9, 1.0);
             }
             if role == Role::King && !cx.in_check {
-                f[10] = 1.0;
+                put(10, 1.0);
             }
             if role == Role::Pawn && (rel_rank(to, us) - rel_rank(from, us)) == 2 {
-                f[12] = 1.0;
+                put(12, 1.0);
                 if matches!(from.file(), 3 | 4) {
-                    f[19] = 1.0;
+                    put(19, 1.0);
                 }
             }
             if role == Role::Queen {
-                f[13] = 1.0;
+                put(13, 1.0);
             }
             if role != Role::Pawn && pawn_hits(from) {
-                f[14] = value(role) / 3.0;
+                put(14, value(role) / 3.0);
             }
             if role == Role::Pawn {
-                f[15] = 1.0;
+                put(15, 1.0);
             }
         }
         Move::EnPassant { from, to } => {
-            f[0] = 1.0 / 3.0;
-            f[6] = (rel_rank(to, us) - rel_rank(from, us)) as f32 / 2.0;
-            f[15] = 1.0;
+            put(0, 1.0 / 3.0);
+            put(6, (rel_rank(to, us) - rel_rank(from, us)) as f32 / 2.0);
+            put(15, 1.0);
         }
-        Move::Castle { .. } => f[11] = 1.0,
+        Move::Castle { .. } => put(11, 1.0),
         Move::Drop { role, to } => {
-            f[1] = 1.0;
+            put(1, 1.0);
             if role == Role::Pawn {
-                f[2] = 1.0;
+                put(2, 1.0);
             }
             if let Some(k) = enemy_king {
                 let dist = (k.file() as i32 - to.file() as i32)
                     .abs()
                     .max((k.rank() as i32 - to.rank() as i32).abs());
                 if dist <= 2 {
-                    f[3] = 1.0;
+                    put(3, 1.0);
                 }
                 let piece = Piece { color: us, role };
                 if pos.attacks_from(piece, to, occ | to.bb()).contains(k) {
-                    f[4] = 1.0;
+                    put(4, 1.0);
                 }
             }
             if role != Role::Pawn && pawn_hits(to) {
-                f[5] = value(role) / 3.0;
+                put(5, value(role) / 3.0);
             }
         }
         Move::Steal { from, to, .. } => {
             if let Some(c) = pos.role_at(to) {
-                f[0] = value(c) / 3.0;
+                put(0, value(c) / 3.0);
             }
-            f[6] = (rel_rank(to, us) - rel_rank(from, us)) as f32 / 2.0;
-            f[15] = 1.0;
+            put(6, (rel_rank(to, us) - rel_rank(from, us)) as f32 / 2.0);
+            put(15, 1.0);
         }
     }
-    f
 }
 
 /// A log-linear move model: `weights · features` is a move's log-odds up to a constant per
@@ -245,8 +256,9 @@ impl MovePrior {
 
     #[inline]
     fn raw_in(&self, pos: &Position, cx: &Context, m: Move) -> f32 {
-        let f = features_in(pos, cx, m);
-        self.weights.iter().zip(f.iter()).map(|(w, x)| w * x).sum()
+        let mut raw = 0.0;
+        visit_features(pos, cx, m, |k, v| raw += self.weights[k] * v);
+        raw
     }
 
     /// How much more likely than expected each of `moves` (all the legal moves of `pos`) is:
@@ -261,18 +273,17 @@ impl MovePrior {
         if out.is_empty() {
             return;
         }
+        // log p + H = v − log Z − Σ p (v − log Z) = v − E_p[v]: one pass of exponentials.
         let max = out.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        let sum: f32 = out.iter().map(|&v| (v - max).exp()).sum();
-        let log_z = max + sum.ln();
-        let entropy: f32 = -out
-            .iter()
-            .map(|&v| {
-                let lp = v - log_z;
-                lp.exp() * lp
-            })
-            .sum::<f32>();
+        let (mut sum, mut weighted) = (0.0f32, 0.0f32);
+        for &v in out.iter() {
+            let e = (v - max).exp();
+            sum += e;
+            weighted += e * v;
+        }
+        let mean = weighted / sum;
         for v in out.iter_mut() {
-            *v = *v - log_z + entropy;
+            *v -= mean;
         }
     }
 
@@ -449,7 +460,7 @@ mod tests {
     }
 
     #[test]
-    fn centred_log_odds_average_zero_under_the_model() {
+    fn centred_log_odds_are_log_probability_plus_entropy_and_average_zero() {
         let v = Variant::default();
         for fen in [
             "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1",
@@ -469,6 +480,26 @@ mod tests {
                 .map(|(r, c)| (r - max).exp() / z * c)
                 .sum();
             assert!(expectation.abs() < 1e-4, "{fen}: {expectation}");
+            // Each value is its move's log-probability plus the entropy (in f64 here), and the
+            // raw score is the weights' dot product with the feature row.
+            let log_z = f64::from(max) + f64::from(z).ln();
+            let entropy: f64 = raw
+                .iter()
+                .map(|&r| {
+                    let lp = f64::from(r) - log_z;
+                    -lp.exp() * lp
+                })
+                .sum();
+            for ((&m, &r), &c) in moves.iter().zip(&raw).zip(&out) {
+                let want = f64::from(r) - log_z + entropy;
+                assert!(
+                    (f64::from(c) - want).abs() < 1e-4,
+                    "{fen} {m}: {c} vs {want}"
+                );
+                let row = features(&pos, m);
+                let dot: f32 = prior.weights.iter().zip(row).map(|(w, x)| w * x).sum();
+                assert!((r - dot).abs() < 1e-5, "{fen} {m}: {r} vs {dot}");
+            }
         }
     }
 
