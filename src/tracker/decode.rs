@@ -431,6 +431,11 @@ pub struct Evidence {
     /// seen); empty when the presses and views are not aligned. Scored with
     /// [`TrackerConfig::press_view_nats`].
     pub views: Vec<Option<LogLik>>,
+    /// With a clock feed, per pending move press (oldest first, the chain's moves in order):
+    /// the pieces per colour and role that reached this board's pockets by captures pressed
+    /// on the other board after that press. The chain's move there cannot have dropped them
+    /// ([`TrackerConfig::prior_drop_before_capture`]); empty: no such constraint.
+    pub late_arrivals: Vec<[[u8; 5]; 2]>,
 }
 
 impl Default for Evidence {
@@ -443,6 +448,7 @@ impl Default for Evidence {
             presses: None,
             carried: Vec::new(),
             views: Vec::new(),
+            late_arrivals: Vec::new(),
         }
     }
 }
@@ -519,7 +525,8 @@ impl<'a> Decoder<'a> {
     }
 
     /// Pocket evidence for a drop `m` after `node`'s drops: how far the reading is from the count
-    /// the hypothesis implies (allowing for pieces still being handed over). Also returns the
+    /// the hypothesis implies (allowing for pieces still being handed over), and whether the
+    /// piece had arrived by the move's press ([`Evidence::late_arrivals`]). Also returns the
     /// fingerprint part that makes drops of different pieces distinct.
     #[inline]
     fn pocket_term(&self, ev: &Evidence, node: &Node, m: Move) -> (f32, u64) {
@@ -529,8 +536,18 @@ impl<'a> Decoder<'a> {
         let color = node.pos.turn();
         let done = node.drops[color.index()][role.index()];
         let fp = mix(2000 + (color.index() * 5 + role.index()) as u64 * 16 + u64::from(done));
+        // The pocket when this move's press came held only the pieces that had arrived by then.
+        let late = ev
+            .late_arrivals
+            .get(node.seq.len)
+            .map_or(0, |l| l[color.index()][role.index()]);
+        let early = if late > 0 && node.pos.pocket(color).count(role) <= late {
+            self.cfg.prior_drop_before_capture
+        } else {
+            0.0
+        };
         let Some(reading) = ev.pocket else {
-            return (0.0, fp);
+            return (early, fp);
         };
         let held = i32::from(self.table.board(self.board).pocket(color).count(role));
         let seen = i32::from(reading.count(color, role));
@@ -546,7 +563,7 @@ impl<'a> Decoder<'a> {
         // At most `pocket_confirm_nats`: a pocket reading may tell drops apart, but a pocket
         // that looks short (a hidden piece) must not create moves on an unchanged board.
         (
-            (cost(old - 1) - cost(old)).min(self.cfg.pocket_confirm_nats),
+            early + (cost(old - 1) - cost(old)).min(self.cfg.pocket_confirm_nats),
             fp,
         )
     }
@@ -1689,6 +1706,52 @@ mod tests {
             decode(0.0).margin().abs() < 1e-3,
             "a tie without the pocket"
         );
+    }
+
+    #[test]
+    fn a_drop_cannot_use_a_piece_captured_on_the_other_board_after_its_press() {
+        // Regression (issue 6, validation `el-low-g33`): White dropped a pawn on f6, taken at
+        // once; a knight reached White's pocket from the other board only afterwards, but that
+        // capture was decided first. The view cannot tell the pieces apart; the press times can.
+        let t = Table::from_fen(
+            "4k3/6p1/8/8/8/8/8/4K3[PN] w - - 0 1 | \
+             rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        )
+        .unwrap();
+        let v = Variant::default();
+        let cfg = TrackerConfig {
+            prior_plausible: 0.0,
+            ..TrackerConfig::default()
+        };
+        let obs = Observation::exact(
+            BoardId::A,
+            0,
+            &after(&t, BoardId::A, &["P@f6", "g7f6"]),
+            0.0,
+        );
+        let ll = LogLik::from_observation(&obs, &cfg);
+        let decode = |late: Option<Role>| {
+            let mut first = [[0u8; 5]; 2];
+            if let Some(role) = late {
+                first[Color::White.index()][role.index()] = 1;
+            }
+            let ev = Evidence {
+                presses: Some(2),
+                late_arrivals: vec![first, [[0; 5]; 2]],
+                ..Evidence::default()
+            };
+            Decoder::new(&t, BoardId::A, &v, &cfg).decode(&ll, None, false, &ev)
+        };
+        assert!(
+            decode(None).margin().abs() < 1e-3,
+            "a tie without the times"
+        );
+        for (late, dropped) in [(Role::Knight, "P@f6"), (Role::Pawn, "N@f6")] {
+            let d = decode(Some(late));
+            assert_eq!(ucis(&d.best.moves), [dropped, "g7f6"], "{late:?} came late");
+            let gap = -cfg.prior_drop_before_capture;
+            assert!((d.margin() - gap).abs() < 1e-3, "margin {}", d.margin());
+        }
     }
 
     #[test]

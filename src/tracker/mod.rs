@@ -369,6 +369,10 @@ pub struct TrackerConfig {
     /// Log prior of a drop of a piece the pocket does not hold (yet) while the partner board has an
     /// undecided change (the piece may be in transit); such a decision waits for that board.
     pub prior_in_transit_drop: f32,
+    /// With a clock feed: log prior of a drop of a piece that reached the pocket only by a
+    /// capture on the other board pressed after this drop's own press. The piece was not there
+    /// yet; the tracker merely decided the other board first. 0 switches it off.
+    pub prior_drop_before_capture: f32,
     /// Log-likelihood cost of a pocket reading that does not show the count a drop hypothesis
     /// implies (pocket readings are noisy and late, so this is mild).
     pub pocket_mismatch_nats: f32,
@@ -545,6 +549,7 @@ impl Default for TrackerConfig {
             prior_illegal: -8.0,
             prior_illegal_geometry: -16.0,
             prior_in_transit_drop: -2.0,
+            prior_drop_before_capture: -8.0,
             pocket_mismatch_nats: 4.0,
             pocket_confirm_nats: 1.0,
             transient_nats: 1.0,
@@ -617,6 +622,9 @@ impl TrackerConfig {
         }
         if !(self.prior_illegal.is_finite() && self.prior_illegal_geometry.is_finite()) {
             return bad("prior_illegal and prior_illegal_geometry must be finite log priors");
+        }
+        if !(self.prior_drop_before_capture.is_finite() && self.prior_drop_before_capture <= 0.0) {
+            return bad("prior_drop_before_capture must be a finite log prior ≤ 0 (0 = off)");
         }
         if !(self.unchanged_look_nats.is_finite() && self.unchanged_look_nats >= 0.0) {
             return bad("unchanged_look_nats must be a non-negative number (0 = off)");

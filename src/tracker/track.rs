@@ -121,6 +121,10 @@ struct BoardTrack {
     sides_ignored: bool,
     /// When the referee last answered a move committed on this board with `illegal_move`.
     illegal_ts: Option<u64>,
+    /// Pieces that reached this board's pockets by captures committed on the other board, with
+    /// the capture's clock press, kept while a pending press here may be older (with a clock
+    /// feed only): a drop pressed before such a capture cannot have used its piece.
+    arrivals: Vec<(u64, Piece)>,
     /// Moves committed (with a clock feed) before their press arrived, e.g. a fast reply seen
     /// together with the move before it: the next presses complete them instead of waiting
     /// for a move that was already made.
@@ -258,6 +262,24 @@ impl BoardTrack {
     }
 
     /// Pending presses that vouch for a lasting move (not void: [`PendingPress::again`]).
+    /// [`Evidence::late_arrivals`]: per pending move press, the arrivals pressed after it.
+    fn late_arrivals(&self) -> Vec<[[u8; 5]; 2]> {
+        self.press_times
+            .iter()
+            .filter(|p| p.again.is_none())
+            .map(|p| {
+                let mut late = [[0u8; 5]; 2];
+                for (ts, piece) in &self.arrivals {
+                    if *ts > p.ts {
+                        let n = &mut late[piece.color.index()][piece.role.index()];
+                        *n = n.saturating_add(1);
+                    }
+                }
+                late
+            })
+            .collect()
+    }
+
     fn move_presses(&self) -> u32 {
         self.press_times
             .iter()
@@ -302,6 +324,7 @@ impl BoardTrack {
             same_side: 0,
             sides_ignored: false,
             illegal_ts: None,
+            arrivals: Vec::new(),
             ahead: 0,
             unexplained_since: None,
             lost: false,
@@ -957,6 +980,11 @@ impl Tracker {
                 presses: self.clock_feed.then_some(bt.move_presses()),
                 carried: bt.carried.clone(),
                 views: bt.aligned_press_views(table.board(b).turn(), self.cfg.motion_threshold),
+                late_arrivals: if self.clock_feed && self.cfg.prior_drop_before_capture < 0.0 {
+                    bt.late_arrivals()
+                } else {
+                    Vec::new()
+                },
                 ..Evidence::default()
             };
             let pos = table.board(b);
@@ -1661,6 +1689,10 @@ impl Tracker {
             // What went back from the other board's pockets was never handed over.
             for piece in pieces_added(&partner_pockets(self.referee.table(), b), &before) {
                 self.pockets.on_capture_retracted(b, piece);
+                let arrivals = &mut self.boards[b.other().index()].arrivals;
+                if let Some(i) = arrivals.iter().rposition(|(_, p)| *p == piece) {
+                    arrivals.remove(i);
+                }
             }
         }
         let pending = self.boards[b.index()].presses();
@@ -1755,6 +1787,10 @@ impl Tracker {
         let table = self.referee.table();
         // Whatever reached the other board's pockets is a pending hand-over.
         for piece in pieces_added(&before, &partner_pockets(table, b)) {
+            let partner = &mut self.boards[b.other().index()];
+            if press && self.clock_feed && partner.press_times.iter().any(|p| p.ts < made_ts) {
+                partner.arrivals.push((made_ts, piece));
+            }
             if reading.guess && !self.cfg.guessed_capture_alerts {
                 self.pockets.on_guessed_capture(b, piece, made_ts, ts);
             } else {
@@ -1775,6 +1811,9 @@ impl Tracker {
         });
         if press && self.clock_feed && bt.presses() > 0 {
             bt.press_times.pop_front();
+            // Only a pending press older than an arrival makes it matter (later presses are).
+            let oldest = bt.press_times.front().map(|p| p.ts);
+            bt.arrivals.retain(|(t, _)| oldest.is_some_and(|o| *t > o));
             let press = TimedAction {
                 ts: Some(ts),
                 action: Action::Press { board: b },
@@ -3496,6 +3535,49 @@ mod tests {
         let chain = ["P@e3", "f2e3", "a1b1"];
         let ev = quick_chain_dropping(fen, &chain, (0, Role::Pawn));
         assert_eq!(moves(&ev), chain, "{ev:?}");
+    }
+
+    #[test]
+    fn a_drop_pressed_before_the_capture_that_feeds_the_pocket_drops_what_was_there() {
+        // Regression (issue 6, validation `el-low-g33`): White on A drops a pawn on f6 and
+        // presses; then Black on B takes a knight (White's next piece) and presses; then
+        // g7xf6 on A. Board B is decided first, so when A's view comes White holds a knight,
+        // and the view shows no dropped piece; but the drop was pressed before the knight was
+        // taken.
+        let fen = "4k3/6p1/8/8/8/8/8/4K3[P] w - - 0 1 | \
+                   rnbqkbnr/pppp1ppp/8/4p3/3N4/8/PPPPPPPP/R1BQKBNR b KQkq - 0 2";
+        let run = |cfg: TrackerConfig| {
+            let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), cfg).unwrap();
+            let mut ts = 0;
+            let a = t.table().board(BoardId::A).clone();
+            let b = t.table().board(BoardId::B).clone();
+            let mut ev = feed(&mut t, BoardId::A, &a, 3, 0.0, &mut ts);
+            ev.extend(feed(&mut t, BoardId::B, &b, 3, 0.0, &mut ts));
+            ev.extend(feed(&mut t, BoardId::A, &a, 2, 1.0, &mut ts));
+            ev.extend(t.press(BoardId::A, ts - 50));
+            ev.extend(feed(&mut t, BoardId::B, &b, 2, 1.0, &mut ts));
+            ev.extend(t.press(BoardId::B, ts - 50));
+            ev.extend(feed(&mut t, BoardId::A, &a, 2, 1.0, &mut ts));
+            ev.extend(t.press(BoardId::A, ts - 50));
+            ev.extend(feed(
+                &mut t,
+                BoardId::B,
+                &play(&b, &["e5d4"]),
+                3,
+                0.0,
+                &mut ts,
+            ));
+            let taken = play(&a, &["P@f6", "g7f6"]);
+            ev.extend(feed(&mut t, BoardId::A, &taken, 3, 0.0, &mut ts));
+            moves(&ev)
+        };
+        assert_eq!(run(TrackerConfig::default()), ["e5d4", "P@f6", "g7f6"]);
+        let off = TrackerConfig {
+            prior_drop_before_capture: 0.0,
+            ..TrackerConfig::default()
+        };
+        // Without the press times the view cannot tell the drops apart: A waits.
+        assert_eq!(run(off), ["e5d4"]);
     }
 
     #[test]
