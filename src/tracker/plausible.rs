@@ -9,9 +9,9 @@
 //! view is unclear, never a veto of what it shows.
 //!
 //! The weights were fitted by maximum likelihood (softmax over the legal moves) on recorded games
-//! that no evaluation render uses: `tandem eval move-prior --games fixtures/games/fics-64.bpgn
-//! --fit 44..64 --test 0..44` (`docs/tracker.md`, "How likely a move is"). Pure computation:
-//! no I/O.
+//! that no test render uses (the second validation set renders games 44–55 of them):
+//! `tandem eval move-prior --games fixtures/games/fics-64.bpgn --fit 44..64 --test 0..44`
+//! (`docs/tracker.md`, "How likely a move is"). Pure computation: no I/O.
 
 use crate::engine::bpgn::BpgnGame;
 use crate::engine::{Bitboard, Color, Move, Piece, Position, Role, Square, Table, Variant};
