@@ -1069,7 +1069,10 @@ impl Tracker {
                 .is_some_and(|p| ts.saturating_sub(p.ts) >= self.cfg.overdue_ms)
             && !best.moves.is_empty();
         // The stream has ended: no later view can decide the pending presses, so the best
-        // chain is the last word on them (a guess unless its margin says otherwise); of a chain
+        // chain is the last word on them (a guess unless its margin says otherwise). A legal
+        // chain need only beat "no change" as the presses score it (a move per press): a view
+        // that barely shows the pressed moves shows nothing better either; an illegal one must
+        // also beat the board unchanged without presses. Of a chain
         // longer than the presses, only as many moves as were pressed. Not a drop of a piece
         // still to come from the other board: no later view will show that capture, and the
         // referee would answer the guess with an alert.
@@ -1077,8 +1080,8 @@ impl Tracker {
             && pressed
             && (vouched || best.kind == HypothesisKind::Sequence)
             && best.kind != HypothesisKind::InTransitDrop
+            && (best.kind != HypothesisKind::Illegal || best.score > 0.0)
             && !best.moves.is_empty()
-            && best.score > 0.0
             && decoded.margin() > 0.0;
         let committable = best.kind != HypothesisKind::NoChange
             && believable
@@ -3236,6 +3239,40 @@ mod tests {
         let (ev, last) = pressed_then_half_hidden_to_the_end(&["d2d4"], ["d3", "e3"]);
         assert!(moves(&ev).is_empty(), "{ev:?}");
         assert_eq!(moves(&last), ["d2d4"]);
+    }
+
+    #[test]
+    fn at_the_end_a_pressed_move_the_view_barely_shows_is_the_last_word() {
+        // Validation `el-low-g55`: four presses pending when the stream ended, the views under
+        // the hands barely showing their moves; the best chain scored below an unchanged board
+        // without presses (−1.5 nats) but far above one with four, and nothing was committed.
+        // Here a2a3 is pressed; a3 stays under the hand and a2 reads a pawn almost as well as
+        // empty.
+        let mut t = windowed();
+        let mut ts = 0;
+        let start = t.table().board(BoardId::A).clone();
+        let after = play(&start, &["a2a3"]);
+        let mut ev = feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts);
+        ev.extend(t.press(BoardId::A, ts));
+        let a2: Square = "a2".parse().unwrap();
+        let mut last = Vec::new();
+        for motion in [0.0, 1.0, 0.0] {
+            let mut o = Observation::exact(BoardId::A, ts, &after, motion);
+            let mut hand = [0.0; SquareClass::COUNT];
+            hand[SquareClass::BlackQueen.index()] = 1.0;
+            for sq in ["a3", "b3"] {
+                o.set_square(sq.parse().unwrap(), hand).unwrap();
+            }
+            let mut unsure = [0.0; SquareClass::COUNT];
+            unsure[SquareClass::Empty.index()] = 0.6;
+            unsure[SquareClass::WhitePawn.index()] = 0.4;
+            o.set_square(a2, unsure).unwrap();
+            ev.extend(t.observe(&o));
+            ts += 200;
+        }
+        assert!(moves(&ev).is_empty(), "{ev:?}");
+        last.extend(t.finish());
+        assert_eq!(moves(&last), ["a2a3"]);
     }
 
     #[test]
