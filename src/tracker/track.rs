@@ -261,7 +261,6 @@ impl BoardTrack {
         self.press_views.drain(..n);
     }
 
-    /// Pending presses that vouch for a lasting move (not void: [`PendingPress::again`]).
     /// [`Evidence::late_arrivals`]: per pending move press, the arrivals pressed after it.
     fn late_arrivals(&self) -> Vec<[[u8; 5]; 2]> {
         self.press_times
@@ -280,6 +279,7 @@ impl BoardTrack {
             .collect()
     }
 
+    /// Pending presses that vouch for a lasting move (not void: [`PendingPress::again`]).
     fn move_presses(&self) -> u32 {
         self.press_times
             .iter()
@@ -3255,7 +3255,6 @@ mod tests {
         let mut ev = feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts);
         ev.extend(t.press(BoardId::A, ts));
         let a2: Square = "a2".parse().unwrap();
-        let mut last = Vec::new();
         for motion in [0.0, 1.0, 0.0] {
             let mut o = Observation::exact(BoardId::A, ts, &after, motion);
             let mut hand = [0.0; SquareClass::COUNT];
@@ -3271,8 +3270,7 @@ mod tests {
             ts += 200;
         }
         assert!(moves(&ev).is_empty(), "{ev:?}");
-        last.extend(t.finish());
-        assert_eq!(moves(&last), ["a2a3"]);
+        assert_eq!(moves(&t.finish()), ["a2a3"]);
     }
 
     #[test]
