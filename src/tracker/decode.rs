@@ -166,6 +166,13 @@ fn keep_best(keep: &mut Vec<Node>, frontier: &[Node]) {
 /// king's step".
 const TRANSIENT_BEAM_SHARE: usize = 2;
 
+/// How many of the best extensions of a whole carried chain stay in the search, whatever the
+/// beam keeps; each of them then keeps its own best extension at every depth. An earlier view
+/// vouched for the chain, and the moves after it may score low until a later move explains
+/// their squares (a bishop's stop on `b4` reads as a bishop missing from `b4` until it takes on
+/// `d2`).
+const CARRIED_EXTENSIONS: u8 = 4;
+
 /// Change times closer than this are not taken as an order.
 const ORDER_TOLERANCE_MS: u64 = 150;
 
@@ -404,6 +411,10 @@ struct Node {
     shown: u32,
     /// Latest change time of the sequence's moves.
     last_t: u64,
+    /// How many of its best extensions stay in the search whatever the beam keeps:
+    /// [`CARRIED_EXTENSIONS`] for a whole carried chain (`Evidence::carried`), 1 for its
+    /// extensions, 0 for any other chain.
+    keep: u8,
 }
 
 /// Evidence besides the square log-likelihoods of the stable observation.
@@ -686,6 +697,7 @@ impl<'a> Decoder<'a> {
             drops,
             shown,
             last_t,
+            keep: node.keep,
         })
     }
 
@@ -768,6 +780,7 @@ impl<'a> Decoder<'a> {
             drops: [[0; 5]; 2],
             shown: 0,
             last_t: 0,
+            keep: 0,
         };
         let mut frontier = Vec::with_capacity(legal.len());
         let mut plausible: Vec<f32> = Vec::new();
@@ -839,6 +852,7 @@ impl<'a> Decoder<'a> {
                 drops,
                 shown,
                 last_t,
+                keep: 0,
             });
         }
         let max_len = (self.cfg.max_moves_per_observation as usize).min(MAX_SEQUENCE);
@@ -927,6 +941,12 @@ impl<'a> Decoder<'a> {
                     .then(b.score.total_cmp(&a.score))
             });
             rich.truncate(2 * reserved);
+            let mut extending: Vec<Candidate> = candidates
+                .iter()
+                .filter(|c| frontier[c.parent as usize].keep != 0)
+                .copied()
+                .collect();
+            extending.sort_unstable_by(|a, b| b.score.total_cmp(&a.score));
             let keep = (width * 4).min(candidates.len());
             if keep < candidates.len() {
                 candidates.select_nth_unstable_by(keep, |a, b| b.score.total_cmp(&a.score));
@@ -935,6 +955,32 @@ impl<'a> Decoder<'a> {
             candidates.sort_unstable_by(|a, b| b.score.total_cmp(&a.score));
             let mut next: Vec<Node> = Vec::with_capacity(width);
             let mut seen: Vec<u64> = Vec::with_capacity(width);
+            let materialise = |c: &Candidate| {
+                let parent = &frontier[c.parent as usize];
+                let mut child = parent.pos.clone();
+                child.play(c.mv, self.variant);
+                let changes = diff(&parent.pos, &child);
+                let mut classes = parent.classes;
+                for &(sq, cl) in &changes.0[..changes.1] {
+                    classes[sq.index()] = cl;
+                }
+                let mut drops = parent.drops;
+                if let Move::Drop { role, .. } = c.mv {
+                    drops[parent.pos.turn().index()][role.index()] += 1;
+                }
+                Node {
+                    pos: child,
+                    classes,
+                    score: c.score,
+                    plaus: c.plaus,
+                    fp: c.fp,
+                    seq: parent.seq.push(c.mv),
+                    drops,
+                    shown: c.shown,
+                    last_t: c.last_t,
+                    keep: parent.keep.min(1),
+                }
+            };
             // The transient-richest distinct placements first (up to `reserved`), then the best.
             let mut rich_taken = 0;
             for (is_rich, c) in rich
@@ -955,29 +1001,24 @@ impl<'a> Decoder<'a> {
                     continue;
                 }
                 seen.push(c.fp);
-                let parent = &frontier[c.parent as usize];
-                let mut child = parent.pos.clone();
-                child.play(c.mv, self.variant);
-                let changes = diff(&parent.pos, &child);
-                let mut classes = parent.classes;
-                for &(sq, cl) in &changes.0[..changes.1] {
-                    classes[sq.index()] = cl;
+                next.push(materialise(c));
+            }
+            // Then the best extensions of the chains a carried chain vouches for
+            // ([`CARRIED_EXTENSIONS`]), wherever they rank.
+            let mut taken = vec![0u8; frontier.len()];
+            for c in &extending {
+                let p = c.parent as usize;
+                if taken[p] >= frontier[p].keep {
+                    continue;
                 }
-                let mut drops = parent.drops;
-                if let Move::Drop { role, .. } = c.mv {
-                    drops[parent.pos.turn().index()][role.index()] += 1;
+                taken[p] += 1;
+                if let Some(n) = next.iter_mut().find(|n| n.fp == c.fp) {
+                    // The same placement by another order: it extends alike.
+                    n.keep = n.keep.max(1);
+                } else {
+                    seen.push(c.fp);
+                    next.push(materialise(c));
                 }
-                next.push(Node {
-                    pos: child,
-                    classes,
-                    score: c.score,
-                    plaus: c.plaus,
-                    fp: c.fp,
-                    seq: parent.seq.push(c.mv),
-                    drops,
-                    shown: c.shown,
-                    last_t: c.last_t,
-                });
             }
             // The carried paths get their node of this length in whatever its score now (a
             // whole carried sequence too: the view may show more moves after it).
@@ -991,10 +1032,20 @@ impl<'a> Decoder<'a> {
                 *node = child;
                 true
             });
-            for (_, node) in &carried {
-                if !seen.contains(&node.fp) {
+            for (s, node) in &carried {
+                // A whole carried chain: its extensions are kept from here on.
+                let keep = if s.len() == depth {
+                    CARRIED_EXTENSIONS
+                } else {
+                    0
+                };
+                if let Some(n) = next.iter_mut().find(|n| n.fp == node.fp) {
+                    n.keep = n.keep.max(keep);
+                } else {
                     seen.push(node.fp);
-                    next.push(node.clone());
+                    let mut node = node.clone();
+                    node.keep = keep;
+                    next.push(node);
                 }
             }
             frontier = next;
@@ -1575,6 +1626,12 @@ mod tests {
         Decoder::new(table, board, &v, &cfg).decode(&ll, None, false, &Evidence::default())
     }
 
+    /// Board A's view after `ucis`, every square read exactly.
+    fn exact_view(table: &Table, ucis: &[&str], cfg: &TrackerConfig) -> LogLik {
+        let obs = Observation::exact(BoardId::A, 0, &after(table, BoardId::A, ucis), 0.0);
+        LogLik::from_observation(&obs, cfg)
+    }
+
     fn after(table: &Table, board: BoardId, ucis: &[&str]) -> Position {
         let v = Variant::default();
         let mut t = table.clone();
@@ -1640,8 +1697,7 @@ mod tests {
             ..TrackerConfig::default()
         };
         let v = Variant::default();
-        let obs = Observation::exact(BoardId::A, 0, &after(&t, BoardId::A, &chain), 0.0);
-        let ll = LogLik::from_observation(&obs, &cfg);
+        let ll = exact_view(&t, &chain, &cfg);
         let mut ev = Evidence {
             pocket: Some(PocketReading::default()),
             presses: Some(4),
@@ -1661,6 +1717,39 @@ mod tests {
         ev.carried.clear();
         let d = Decoder::new(&t, BoardId::A, &v, &cfg).decode(&ll, None, false, &ev);
         assert_eq!(ucis(&d.best.moves), chain);
+    }
+
+    #[test]
+    fn the_moves_after_a_carried_chain_stay_in_the_search_until_they_explain_the_view() {
+        // Regression (issue 6, validation render `el-low-g44`, board B): `P@e5 Bb4+ Bd2 Bxd2+
+        // Nxd2`, five presses, was best by about 2 nats once whole, but the bishop's stop on b4,
+        // empty in the latest view, sank `P@e5 Bb4+ Bd2` below the beam at depth 3; an earlier
+        // view had carried `P@e5 Bb4+`. A beam one placement wide stands in for the crowd of
+        // chains that explain more squares early.
+        let t = Table::from_fen(
+            "rnbqkbnr/ppp2ppp/4p3/3p4/3P4/4P3/PPP2PPP/RNBQKBNR[P] w KQkq - 0 1 | \
+             rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        )
+        .unwrap();
+        let chain = ["P@e5", "f8b4", "c1d2", "b4d2", "b1d2"];
+        let cfg = TrackerConfig {
+            beam_width: 1,
+            prior_plausible: 0.0,
+            ..TrackerConfig::default()
+        };
+        let v = Variant::default();
+        let ll = exact_view(&t, &chain, &cfg);
+        let mut ev = Evidence {
+            presses: Some(5),
+            ..Evidence::default()
+        };
+        let decode = |ev: &Evidence| {
+            let d = Decoder::new(&t, BoardId::A, &v, &cfg).decode(&ll, None, false, ev);
+            ucis(&d.best.moves)
+        };
+        assert_ne!(decode(&ev), chain, "the narrow beam alone finds it");
+        ev.carried = vec![self::chain(t.board(BoardId::A), &chain[..2])];
+        assert_eq!(decode(&ev), chain);
     }
 
     #[test]
