@@ -412,8 +412,8 @@ struct Node {
     /// Latest change time of the sequence's moves.
     last_t: u64,
     /// How many of its best extensions stay in the search whatever the beam keeps:
-    /// [`CARRIED_EXTENSIONS`] for a whole carried chain (`Evidence::carried`), 1 for its
-    /// extensions, 0 for any other chain.
+    /// [`CARRIED_EXTENSIONS`] for a whole carried chain (`Evidence::carried`), 1 for an
+    /// extension kept that way, 0 for any other chain (one the beam keeps on its score too).
     keep: u8,
 }
 
@@ -978,7 +978,7 @@ impl<'a> Decoder<'a> {
                     drops,
                     shown: c.shown,
                     last_t: c.last_t,
-                    keep: parent.keep.min(1),
+                    keep: 0,
                 }
             };
             // The transient-richest distinct placements first (up to `reserved`), then the best.
@@ -1017,7 +1017,10 @@ impl<'a> Decoder<'a> {
                     n.keep = n.keep.max(1);
                 } else {
                     seen.push(c.fp);
-                    next.push(materialise(c));
+                    next.push(Node {
+                        keep: 1,
+                        ..materialise(c)
+                    });
                 }
             }
             // The carried paths get their node of this length in whatever its score now (a
