@@ -855,6 +855,15 @@ impl<'a> Decoder<'a> {
                 keep: 0,
             });
         }
+        // A single move carried is whole at depth 1, where every legal move is in the frontier.
+        for s in ev.carried.iter().filter(|s| s.len() == 1) {
+            if let Some(n) = frontier
+                .iter_mut()
+                .find(|n| n.seq.iter().eq(s.iter().copied()))
+            {
+                n.keep = CARRIED_EXTENSIONS;
+            }
+        }
         let max_len = (self.cfg.max_moves_per_observation as usize).min(MAX_SEQUENCE);
         // With presses pending, the last pressed move may be the illegal one: the best legal
         // chains one press short of the count are kept to offer illegal moves after them.

@@ -1125,8 +1125,8 @@ impl Tracker {
         }
         let (best, bt) = (&decoded.best, &self.boards[b.index()]);
         if !committable
-            && best.moves.len() >= 2
-            && matches!(best.kind, HypothesisKind::Sequence)
+            && !best.moves.is_empty()
+            && matches!(best.kind, HypothesisKind::Sequence | HypothesisKind::Move)
             && !bt.carried.contains(&best.moves)
         {
             let moves = best.moves.clone();
@@ -3683,6 +3683,41 @@ mod tests {
             ev.extend(observe(&mut t, chain.len(), true).0);
         }
         assert_eq!(moves(&ev), chain, "{ev:?}");
+    }
+
+    #[test]
+    fn a_single_move_an_undecided_view_shows_is_carried() {
+        let mut t = tracker(RuleSet::fics(), None);
+        let start = t.table().board(BoardId::A).clone();
+        let after = play(&start, &["e2e4"]);
+        let mut ts = 0;
+        let mut ev = feed(&mut t, BoardId::A, &start, 4, 0.0, &mut ts);
+        ev.extend(feed(&mut t, BoardId::A, &start, 3, 1.0, &mut ts));
+        // e2 reads as likely a pawn as empty, e4 a pawn at 0.7: `e2e4` explains the view best
+        // but not surely enough to commit.
+        let (e2, e4): (Square, Square) = ("e2".parse().unwrap(), "e4".parse().unwrap());
+        let white_pawn = SquareClass::of(Some(Piece {
+            color: Color::White,
+            role: Role::Pawn,
+        }));
+        let read = |pawn: f32| {
+            let mut p = [0.0; SquareClass::COUNT];
+            p[white_pawn.index()] = pawn;
+            p[SquareClass::Empty.index()] = 1.0 - pawn;
+            p
+        };
+        for _ in 0..3 {
+            let mut o = Observation::exact(BoardId::A, ts, &after, 0.0);
+            o.set_square(e2, read(0.5)).unwrap();
+            o.set_square(e4, read(0.7)).unwrap();
+            ev.extend(t.observe(&o));
+            ts += 100;
+        }
+        assert!(moves(&ev).is_empty(), "{ev:?}");
+        assert_eq!(
+            t.boards[0].carried,
+            vec![vec![start.parse_uci("e2e4").unwrap()]]
+        );
     }
 
     #[test]
