@@ -3696,20 +3696,12 @@ mod tests {
         // e2 reads as likely a pawn as empty, e4 a pawn at 0.7: `e2e4` explains the view best
         // but not surely enough to commit.
         let (e2, e4): (Square, Square) = ("e2".parse().unwrap(), "e4".parse().unwrap());
-        let white_pawn = SquareClass::of(Some(Piece {
-            color: Color::White,
-            role: Role::Pawn,
-        }));
-        let read = |pawn: f32| {
-            let mut p = [0.0; SquareClass::COUNT];
-            p[white_pawn.index()] = pawn;
-            p[SquareClass::Empty.index()] = 1.0 - pawn;
-            p
-        };
         for _ in 0..3 {
             let mut o = Observation::exact(BoardId::A, ts, &after, 0.0);
-            o.set_square(e2, read(0.5)).unwrap();
-            o.set_square(e4, read(0.7)).unwrap();
+            o.set_square(e2, piece_or_empty(SquareClass::WhitePawn, 0.5))
+                .unwrap();
+            o.set_square(e4, piece_or_empty(SquareClass::WhitePawn, 0.7))
+                .unwrap();
             ev.extend(t.observe(&o));
             ts += 100;
         }
@@ -3753,16 +3745,19 @@ mod tests {
         }
     }
 
+    /// A square's reading: `class` at `share`, empty at the rest.
+    fn piece_or_empty(class: SquareClass, share: f32) -> [f32; SquareClass::COUNT] {
+        let mut p = [0f32; SquareClass::COUNT];
+        p[class.index()] = share;
+        p[SquareClass::Empty.index()] = 1.0 - share;
+        p
+    }
+
     /// `pos` on board A, except that f3 and h3 read a white knight at 52 % and 48 %: the knight
     /// from g1 stands on one of them, and the reading barely says which.
     fn knight_on_f3_or_h3(pos: &Position, ts: u64, motion: f32, f3_share: f32) -> Observation {
         let mut o = Observation::exact(BoardId::A, ts, pos, motion);
-        let mix = |knight: f32| {
-            let mut p = [0f32; SquareClass::COUNT];
-            p[SquareClass::WhiteKnight.index()] = knight;
-            p[SquareClass::Empty.index()] = 1.0 - knight;
-            p
-        };
+        let mix = |knight: f32| piece_or_empty(SquareClass::WhiteKnight, knight);
         o.set_square("f3".parse().unwrap(), mix(f3_share)).unwrap();
         o.set_square("h3".parse().unwrap(), mix(1.0 - f3_share))
             .unwrap();
