@@ -950,12 +950,16 @@ impl<'a> Decoder<'a> {
                     .then(b.score.total_cmp(&a.score))
             });
             rich.truncate(2 * reserved);
-            let mut extending: Vec<Candidate> = candidates
-                .iter()
-                .filter(|c| frontier[c.parent as usize].keep != 0)
-                .copied()
-                .collect();
-            extending.sort_unstable_by(|a, b| b.score.total_cmp(&a.score));
+            // Only where a carried chain vouches for some node (most decodes: none).
+            let mut extending: Vec<Candidate> = Vec::new();
+            if frontier.iter().any(|n| n.keep != 0) {
+                extending.extend(
+                    candidates
+                        .iter()
+                        .filter(|c| frontier[c.parent as usize].keep != 0),
+                );
+                extending.sort_unstable_by(|a, b| b.score.total_cmp(&a.score));
+            }
             let keep = (width * 4).min(candidates.len());
             if keep < candidates.len() {
                 candidates.select_nth_unstable_by(keep, |a, b| b.score.total_cmp(&a.score));
