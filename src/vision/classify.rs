@@ -785,7 +785,14 @@ pub struct SquareClassifier {
     /// frame's patch `128 + i`), where `window_known[i]`.
     window_empty: Vec<f32>,
     window_known: Vec<bool>,
+    /// Unit embeddings of pieces seen in this table's pocket zones, with the class the tracker's
+    /// position gave them (oldest first, at most [`WINDOW_PIECES_PER_CLASS`] per class); pocket
+    /// windows compare with them besides the bank.
+    window_pieces: Vec<(SquareClass, Vec<f32>)>,
 }
+
+/// Pieces kept per class from the pocket zones ([`SquareClassifier::remember_window_piece`]).
+const WINDOW_PIECES_PER_CLASS: usize = 4;
 
 impl SquareClassifier {
     /// Loads the model named by `config.model` (or found by [`find_model`]) and checks its I/O.
@@ -889,6 +896,7 @@ impl SquareClassifier {
             stale: vec![true; SQUARES_PER_FRAME],
             window_empty: Vec::new(),
             window_known: Vec::new(),
+            window_pieces: Vec::new(),
         };
         if classifier.dim == 0 {
             // Exporters often leave D symbolic: one probe run on a blank patch tells it.
@@ -967,6 +975,7 @@ impl SquareClassifier {
     /// new table).
     pub fn clear_bank(&mut self) {
         self.bank = Bank::new(self.dim, self.fdim, self.config.bank_per_class);
+        self.window_pieces.clear();
         if self.whitening.take().is_some() {
             let [_, _, features, descriptors] = &mut self.outputs;
             describe_rows(features, self.fdim, usize::MAX, None, descriptors, 1);
@@ -1305,6 +1314,12 @@ impl SquareClassifier {
                 let empty = &mut score[SquareClass::Empty.index()];
                 *empty = empty.max(dot(e, q) * qs);
             }
+            if i >= SQUARES_PER_FRAME {
+                for (class, e) in &self.window_pieces {
+                    let c = &mut score[class.index()];
+                    *c = c.max(dot(e, q) * qs);
+                }
+            }
             mixture(net, &score, mix, inv_t, dst);
         }
     }
@@ -1326,6 +1341,36 @@ impl SquareClassifier {
             self.window_empty[w * dim..(w + 1) * dim].copy_from_slice(&rows[at..at + dim]);
             self.window_known[w] = true;
         }
+    }
+
+    /// Keeps pocket window `window` (index among the windows) of the last classified frame as a
+    /// piece of `class` (the tracker's position says its zone holds it,
+    /// [`super::FrameReader::confirm_pockets_last`]). Pieces lie in the zones on the table, not on
+    /// squares, and the bank's samples (pieces on squares) name them worse than they count
+    /// them; every later window is also compared with these. Squares never are.
+    pub fn remember_window_piece(&mut self, window: usize, class: SquareClass) {
+        if class == SquareClass::Empty {
+            return;
+        }
+        let dim = self.dim;
+        let rows = &self.outputs[1].data;
+        let at = (SQUARES_PER_FRAME + window) * dim;
+        let Some(row) = rows.get(at..at + dim) else {
+            return;
+        };
+        let scale = inverse_norm(row);
+        let e: Vec<f32> = row.iter().map(|x| x * scale).collect();
+        let kept = self
+            .window_pieces
+            .iter()
+            .filter(|(c, _)| *c == class)
+            .count();
+        if kept >= WINDOW_PIECES_PER_CLASS
+            && let Some(oldest) = self.window_pieces.iter().position(|(c, _)| *c == class)
+        {
+            self.window_pieces.remove(oldest);
+        }
+        self.window_pieces.push((class, e));
     }
 
     /// Chooses `mix` (0, 0.1, …, 1) and `temperature` (from a fixed grid) that maximise the
@@ -1854,10 +1899,17 @@ mod tests {
         assert!((out[3][0] - want[0]).abs() < 1e-5);
     }
 
-    #[test]
-    fn a_pocket_window_that_looks_as_it_did_empty_reads_empty() {
-        // 128 grey squares for the bank, then two pocket windows that the network reads as a
-        // white pawn (green) with certainty.
+    /// 128 grey squares banked as both boards' start position, then two pocket windows that
+    /// the network reads as a white pawn (green) with certainty; the classifier has read the
+    /// frame once more after banking. Returns the crops, the classifier, the start's picks and
+    /// the last reading.
+    #[allow(clippy::type_complexity)]
+    fn start_then_two_windows() -> (
+        Crops,
+        SquareClassifier,
+        Vec<(usize, Option<u16>, SquareClass)>,
+        Vec<[f32; SquareClass::COUNT]>,
+    ) {
         let mut colours = vec![[90u8, 90, 90]; SQUARES_PER_FRAME];
         for (i, c) in colours.iter_mut().enumerate() {
             c[0] = 60 + (i % 7) as u8 * 20;
@@ -1880,6 +1932,47 @@ mod tests {
             .collect();
         c.confirm_last(&picks).unwrap();
         c.classify(&crops, &mut out).unwrap();
+        (crops, c, picks, out)
+    }
+
+    /// What a classifier with only the start position banked reads from `crops`.
+    fn read_with_start_only(
+        crops: &Crops,
+        picks: &[(usize, Option<u16>, SquareClass)],
+    ) -> Vec<[f32; SquareClass::COUNT]> {
+        let mut plain = classifier();
+        plain.classify(crops, &mut Vec::new()).unwrap();
+        plain.confirm_last(picks).unwrap();
+        let mut want = Vec::new();
+        plain.classify(crops, &mut want).unwrap();
+        want
+    }
+
+    #[test]
+    fn a_pocket_window_kept_as_a_piece_reads_as_that_piece_and_no_square_changes() {
+        let (crops, mut c, picks, mut out) = start_then_two_windows();
+        let knight = SquareClass::WhiteKnight.index();
+        assert!(out[128][knight] < 0.5, "{:?}", out[128]);
+        c.remember_window_piece(0, SquareClass::WhiteKnight);
+        // A window the last frame did not have is ignored.
+        c.remember_window_piece(99, SquareClass::BlackQueen);
+        c.classify(&crops, &mut out).unwrap();
+        assert!(out[128][knight] > 0.5, "{:?}", out[128]);
+        assert_eq!(
+            out[..SQUARES_PER_FRAME],
+            read_with_start_only(&crops, &picks)[..SQUARES_PER_FRAME],
+            "squares are never compared with the pocket's pieces"
+        );
+        // A new table forgets them.
+        c.clear_bank();
+        c.confirm_last(&picks).unwrap();
+        c.classify(&crops, &mut out).unwrap();
+        assert!(out[128][knight] < 0.5, "{:?}", out[128]);
+    }
+
+    #[test]
+    fn a_pocket_window_that_looks_as_it_did_empty_reads_empty() {
+        let (crops, mut c, picks, mut out) = start_then_two_windows();
         let empty = SquareClass::Empty.index();
         assert!(
             out[128][empty] < 0.5 && out[129][empty] < 0.5,
@@ -1892,11 +1985,7 @@ mod tests {
         assert!(out[128][empty] > 0.5, "{:?}", out[128]);
         assert!(out[129][empty] < 0.5, "{:?}", out[129]);
         // Squares are never compared with a window's empty look.
-        let mut plain = classifier();
-        plain.classify(&crops, &mut Vec::new()).unwrap();
-        plain.confirm_last(&picks).unwrap();
-        let mut want = Vec::new();
-        plain.classify(&crops, &mut want).unwrap();
+        let want = read_with_start_only(&crops, &picks);
         assert_eq!(out[..SQUARES_PER_FRAME], want[..SQUARES_PER_FRAME]);
     }
 

@@ -136,23 +136,45 @@ pub fn count_pieces(
     probs: &[[f32; SquareClass::COUNT]],
     config: &PocketConfig,
 ) -> PocketCounts {
+    find_pieces(windows, probs, config, &mut Vec::new())
+}
+
+/// A piece [`find_pieces`] counted: the window that saw it (index into the windows) and that
+/// window's probability of each role (both colours pooled, pawn to queen).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CountedPiece {
+    pub window: usize,
+    /// The window's zone (0..4: A White, A Black, B White, B Black).
+    pub zone: usize,
+    pub roles: [f32; ROLES],
+}
+
+/// [`count_pieces`], also listing the pieces counted (into `pieces`, cleared first).
+pub fn find_pieces(
+    windows: &[PocketWindow],
+    probs: &[[f32; SquareClass::COUNT]],
+    config: &PocketConfig,
+    pieces: &mut Vec<CountedPiece>,
+) -> PocketCounts {
+    pieces.clear();
     let mut zones = [ZoneCount {
         counts: [0; ROLES],
         confidence: [1.0; ROLES],
     }; ZONES];
-    // (window, role probabilities, piece probability)
-    let mut seen: Vec<(&PocketWindow, [f32; ROLES], f32)> = windows
+    // (window index, window, role probabilities, piece probability)
+    let mut seen: Vec<(usize, &PocketWindow, [f32; ROLES], f32)> = windows
         .iter()
         .zip(probs)
-        .filter(|(w, _)| w.zone < ZONES)
-        .map(|(w, p)| {
+        .enumerate()
+        .filter(|(_, (w, _))| w.zone < ZONES)
+        .map(|(i, (w, p))| {
             let roles: [f32; ROLES] = std::array::from_fn(|r| p[1 + r] + p[7 + r]);
-            (w, roles, roles.iter().sum())
+            (i, w, roles, roles.iter().sum())
         })
         .collect();
-    seen.sort_by(|a, b| b.2.total_cmp(&a.2));
+    seen.sort_by(|a, b| b.3.total_cmp(&a.3));
     let mut counted: Vec<&PocketWindow> = Vec::new();
-    for &(w, roles, piece) in &seen {
+    for &(i, w, roles, piece) in &seen {
         let z = &mut zones[w.zone];
         let near = counted.iter().any(|q| {
             let (c, d) = (w.centre, q.centre);
@@ -168,6 +190,11 @@ pub fn count_pieces(
             z.counts[best] = z.counts[best].saturating_add(1);
             z.confidence[best] = z.confidence[best].min(roles[best]);
             counted.push(w);
+            pieces.push(CountedPiece {
+                window: i,
+                zone: w.zone,
+                roles,
+            });
         } else {
             for (conf, p) in z.confidence.iter_mut().zip(roles) {
                 *conf = conf.min(1.0 - p);
@@ -445,7 +472,17 @@ mod tests {
             sure(SquareClass::BlackKnight, 0.98),
             sure(SquareClass::BlackRook, 0.6),
         ];
-        let counts = count_pieces(&windows, &probs, &config);
+        let mut pieces = Vec::new();
+        let counts = find_pieces(&windows, &probs, &config, &mut pieces);
+        assert_eq!(counts, count_pieces(&windows, &probs, &config));
+        // The counted pieces, surest first: the windows that saw them and their zones.
+        let seen: Vec<(usize, usize)> = pieces.iter().map(|p| (p.window, p.zone)).collect();
+        assert_eq!(seen, [(0, 0), (4, 3), (2, 0)]);
+        assert!(
+            pieces[1].roles[1] > 0.9,
+            "the black knight: {:?}",
+            pieces[1]
+        );
         // Colours pool: the black pawn read in White's zone counts as one of his pawns.
         assert_eq!(counts.zones[0].counts, [2, 0, 0, 0, 0]);
         assert_eq!(counts.zones[1].counts, [0; 5]);

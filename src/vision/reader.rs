@@ -14,10 +14,11 @@ use super::classify::{
     ClassifierConfig, SQUARES_PER_FRAME, SquareClassifier, VisionModelError, start_labels,
 };
 use super::pockets::{
-    PocketConfig, PocketCounts, PocketMethod, PocketReader, ZONES, count_pieces, near_zones,
+    CountedPiece, PocketConfig, PocketCounts, PocketMethod, PocketReader, ZONES, find_pieces,
+    near_zones,
 };
 use super::rectify::{Crops, Rectifier, RectifyConfig};
-use crate::engine::BoardId;
+use crate::engine::{BoardId, Color, Piece, Role};
 use crate::tracker::{Observation, ObservationError, SquareClass};
 
 /// Why a frame could not be read.
@@ -101,6 +102,63 @@ impl FrameReading {
     }
 }
 
+/// Pieces per zone up to which [`FrameReader::confirm_pockets_last`] keeps windows (the
+/// assignment tries every order).
+const MAX_KEPT_PER_ZONE: usize = 4;
+
+/// The windows of `zone` to keep as pieces, with their roles: when `pieces` (those the windows
+/// counted) in the zone are as many as `held` (per role, pawn to queen) says, at most
+/// [`MAX_KEPT_PER_ZONE`], each with the role of the likeliest assignment.
+fn windows_to_keep(pieces: &[CountedPiece], zone: usize, held: &[u8; 5]) -> Vec<(usize, Role)> {
+    let here: Vec<CountedPiece> = pieces.iter().filter(|p| p.zone == zone).copied().collect();
+    let want: Vec<usize> = (0..held.len())
+        .flat_map(|r| std::iter::repeat_n(r, usize::from(held[r])))
+        .collect();
+    if want.is_empty() || want.len() != here.len() || want.len() > MAX_KEPT_PER_ZONE {
+        return Vec::new();
+    }
+    (here.iter().zip(likeliest_roles(&here, &want)))
+        .map(|(p, r)| (p.window, Role::POCKET[r]))
+        .collect()
+}
+
+/// The roles `want` (one per piece, any order) assigned to `pieces` in the order that makes the
+/// windows' role probabilities likeliest; `want` itself when the lengths differ.
+fn likeliest_roles(pieces: &[CountedPiece], want: &[usize]) -> Vec<usize> {
+    let score = |order: &[usize]| -> f32 {
+        (pieces.iter().zip(order))
+            .map(|(p, &r)| p.roles.get(r).copied().unwrap_or(0.0).max(1e-6).ln())
+            .sum()
+    };
+    let mut best = want.to_vec();
+    if pieces.len() != want.len() {
+        return best;
+    }
+    let mut best_score = score(&best);
+    let mut order = want.to_vec();
+    // Heap's algorithm over at most `MAX_KEPT_PER_ZONE` roles.
+    let n = order.len();
+    let mut c = vec![0; n];
+    let mut i = 0;
+    while i < n {
+        if c[i] < i {
+            let j = if i % 2 == 0 { 0 } else { c[i] };
+            order.swap(j, i);
+            let s = score(&order);
+            if s > best_score {
+                best_score = s;
+                best.copy_from_slice(&order);
+            }
+            c[i] += 1;
+            i = 0;
+        } else {
+            c[i] = 0;
+            i += 1;
+        }
+    }
+    best
+}
+
 /// Windows only where the split reader reads them: the zones farther from the camera. A zone
 /// layout that cannot be tiled (a zone that does not map onto the table) leaves every zone to
 /// the network, as `counts` would read it. Returns which zones the network reads.
@@ -119,6 +177,8 @@ pub struct FrameReader {
     classifier: SquareClassifier,
     pockets: PocketSource,
     reading: FrameReading,
+    /// The pieces the windows counted in the last frame read.
+    window_pieces: Vec<CountedPiece>,
 }
 
 /// Where a frame's pocket counts come from.
@@ -182,6 +242,7 @@ impl FrameReader {
             classifier,
             pockets,
             reading: FrameReading::empty(),
+            window_pieces: Vec::new(),
         })
     }
 
@@ -217,6 +278,7 @@ impl FrameReader {
             classifier,
             pockets: pockets.map_or(PocketSource::None, PocketSource::Counts),
             reading: FrameReading::empty(),
+            window_pieces: Vec::new(),
         }
     }
 
@@ -227,20 +289,22 @@ impl FrameReader {
         self.classifier.classify(&r.crops, &mut r.squares)?;
         r.pockets = match &mut self.pockets {
             PocketSource::Counts(p) => Some(p.read(&r.crops)?),
-            PocketSource::Pieces(config) => Some(count_pieces(
+            PocketSource::Pieces(config) => Some(find_pieces(
                 self.rectifier.pocket_windows(),
                 r.squares.get(SQUARES_PER_FRAME..).unwrap_or(&[]),
                 config,
+                &mut self.window_pieces,
             )),
             PocketSource::Split {
                 network,
                 config,
                 near,
             } => {
-                let windows = count_pieces(
+                let windows = find_pieces(
                     self.rectifier.pocket_windows(),
                     r.squares.get(SQUARES_PER_FRAME..).unwrap_or(&[]),
                     config,
+                    &mut self.window_pieces,
                 );
                 Some(PocketCounts::merge(
                     &network.read(&r.crops)?,
@@ -309,6 +373,26 @@ impl FrameReader {
         Ok(())
     }
 
+    /// Tells the pocket reader what `board`'s zones held in the last frame read, as a position
+    /// the tracker confirmed gives it (`held[colour][role]`, pawn to queen): in a zone read by
+    /// the windows where that frame counted as many pieces as the position holds (at most
+    /// [`MAX_KEPT_PER_ZONE`]), each counted piece's window is kept as the role the position
+    /// gives it (the likeliest assignment by the windows' own role probabilities). They are
+    /// this table's pieces as they lie in its zones, which the bank's pieces on squares name
+    /// worse than they count. Returns how many windows were kept.
+    pub fn confirm_pockets_last(&mut self, board: BoardId, held: [[u8; 5]; 2]) -> usize {
+        let mut kept = 0;
+        for color in Color::ALL {
+            let zone = 2 * board.index() + color.index();
+            for (window, role) in windows_to_keep(&self.window_pieces, zone, &held[color.index()]) {
+                let class = SquareClass::of(Some(Piece { color, role }));
+                self.classifier.remember_window_piece(window, class);
+                kept += 1;
+            }
+        }
+        kept
+    }
+
     /// Tells the pocket reader that the pockets of `board` marked in `empty` (White's, Black's)
     /// were empty in the last frame read (as at the start of a game): each of their windows
     /// keeps its empty look.
@@ -333,5 +417,79 @@ impl FrameReader {
 
     pub fn rectifier(&self) -> &Rectifier {
         &self.rectifier
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn piece(window: usize, roles: [f32; 5]) -> CountedPiece {
+        CountedPiece {
+            window,
+            zone: 1,
+            roles,
+        }
+    }
+
+    #[test]
+    fn a_zones_pieces_take_the_roles_their_windows_make_likeliest() {
+        // The position holds a pawn and a knight; the first window is surer of a knight.
+        let pieces = [
+            piece(3, [0.3, 0.6, 0.1, 0.0, 0.0]),
+            piece(7, [0.5, 0.4, 0.1, 0.0, 0.0]),
+        ];
+        assert_eq!(likeliest_roles(&pieces, &[0, 1]), [1, 0]);
+        assert_eq!(likeliest_roles(&pieces, &[1, 0]), [1, 0]);
+        // The sum decides, not each window alone: both read a pawn best, one pawn is held.
+        let pawns = [
+            piece(0, [0.9, 0.1, 0.0, 0.0, 0.0]),
+            piece(1, [0.6, 0.0, 0.4, 0.0, 0.0]),
+        ];
+        assert_eq!(likeliest_roles(&pawns, &[0, 2]), [0, 2]);
+        assert_eq!(likeliest_roles(&pawns, &[2, 0]), [0, 2]);
+        // Four pieces, every order tried.
+        let four = [
+            piece(0, [0.0, 0.0, 0.0, 0.0, 1.0]),
+            piece(1, [0.0, 0.0, 0.0, 1.0, 0.0]),
+            piece(2, [0.0, 0.0, 1.0, 0.0, 0.0]),
+            piece(3, [0.0, 1.0, 0.0, 0.0, 0.0]),
+        ];
+        assert_eq!(likeliest_roles(&four, &[1, 2, 3, 4]), [4, 3, 2, 1]);
+        // Lengths that differ leave the roles as given.
+        assert_eq!(likeliest_roles(&four[..1], &[0, 1]), [0, 1]);
+    }
+
+    #[test]
+    fn windows_are_kept_only_where_they_counted_what_the_position_holds() {
+        let mut pieces = vec![
+            piece(3, [0.3, 0.6, 0.1, 0.0, 0.0]),
+            piece(7, [0.5, 0.4, 0.1, 0.0, 0.0]),
+        ];
+        pieces.push(CountedPiece {
+            zone: 2,
+            ..piece(20, [0.9, 0.0, 0.0, 0.0, 0.1])
+        });
+        let pawn_and_knight = [1, 1, 0, 0, 0];
+        assert_eq!(
+            windows_to_keep(&pieces, 1, &pawn_and_knight),
+            [(3, Role::Knight), (7, Role::Pawn)]
+        );
+        // Zone 2 counted one piece: a queen held there keeps it as a queen, whatever it read.
+        assert_eq!(
+            windows_to_keep(&pieces, 2, &[0, 0, 0, 0, 1]),
+            [(20, Role::Queen)]
+        );
+        // Counted and held differ, or nothing is held: nothing is kept.
+        assert!(windows_to_keep(&pieces, 1, &[1, 0, 0, 0, 0]).is_empty());
+        assert!(windows_to_keep(&pieces, 1, &[2, 1, 0, 0, 0]).is_empty());
+        assert!(windows_to_keep(&pieces, 0, &[0; 5]).is_empty());
+        assert!(windows_to_keep(&pieces, 3, &[1, 0, 0, 0, 0]).is_empty());
+        // More pieces than are ever assigned: nothing is kept.
+        let five: Vec<CountedPiece> = (0..5)
+            .map(|w| piece(w, [1.0, 0.0, 0.0, 0.0, 0.0]))
+            .collect();
+        assert!(windows_to_keep(&five, 1, &[5, 0, 0, 0, 0]).is_empty());
+        assert_eq!(windows_to_keep(&five[..4], 1, &[4, 0, 0, 0, 0]).len(), 4);
     }
 }

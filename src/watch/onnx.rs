@@ -2,7 +2,7 @@
 
 use image::RgbImage;
 
-use crate::engine::{BoardId, Color, Position, Square};
+use crate::engine::{BoardId, Color, Position, Role, Square};
 use crate::tracker::SquareClass;
 use crate::vision::{Calibration, FrameReader, ReaderConfig};
 
@@ -127,6 +127,10 @@ impl TableReader for OnnxReader {
         // The watcher confirms right after reading this very frame: the reader's last frame.
         self.inner
             .confirm_last(board, &labels(position))
-            .map_err(|e| WatchError::Reader(e.to_string()))
+            .map_err(|e| WatchError::Reader(e.to_string()))?;
+        let held =
+            [Color::White, Color::Black].map(|c| Role::POCKET.map(|r| position.pocket(c).count(r)));
+        self.inner.confirm_pockets_last(board, held);
+        Ok(())
     }
 }
