@@ -1810,7 +1810,7 @@ impl Tracker {
                 return false;
             }
             s.remove(0);
-            s.len() >= 2
+            !s.is_empty()
         });
         if press && self.clock_feed && bt.presses() > 0 {
             bt.press_times.pop_front();
