@@ -262,6 +262,7 @@ impl FrameReader {
         }
         self.rectifier = rectifier;
         self.reading = FrameReading::empty();
+        self.window_pieces.clear();
         Ok(())
     }
 
