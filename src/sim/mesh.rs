@@ -116,7 +116,7 @@ impl Mesh {
     }
 
     /// A box centred on the origin in x/y with its bottom at z = 0 and size `size`.
-    /// The top face maps uv [0,1]² over x/y (v grows with y); side faces map to a thin strip
+    /// The top face maps uv `[0,1]²` over x/y (v grows with y); side faces map to a thin strip
     /// along the matching top edge so they pick up the border of a board texture.
     pub fn cuboid(size: Vec3) -> Mesh {
         let (hx, hy, h) = (size.x * 0.5, size.y * 0.5, size.z);
@@ -209,7 +209,7 @@ impl Mesh {
         m
     }
 
-    /// A flat rectangle in the plane z = 0 facing +z, uv [0,1]² (or `uv_repeat` times).
+    /// A flat rectangle in the plane z = 0 facing +z, uv `[0,1]²` (or `uv_repeat` times).
     pub fn quad(size_x: f32, size_y: f32, uv_repeat: [f32; 2]) -> Mesh {
         let (hx, hy) = (size_x * 0.5, size_y * 0.5);
         Mesh {

@@ -376,8 +376,8 @@ impl FrameReader {
 
     /// Tells the pocket reader what `board`'s zones held in the last frame read, as a position
     /// the tracker confirmed gives it (`held[colour][role]`, pawn to queen): in a zone read by
-    /// the windows where that frame counted as many pieces as the position holds (at most
-    /// [`MAX_KEPT_PER_ZONE`]), each counted piece's window is kept as the role the position
+    /// the windows where that frame counted as many pieces as the position holds (one to
+    /// four), each counted piece's window is kept as the role the position
     /// gives it (the likeliest assignment by the windows' own role probabilities). They are
     /// this table's pieces as they lie in its zones, which the bank's pieces on squares name
     /// worse than they count. Returns how many windows were kept.
