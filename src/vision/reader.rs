@@ -122,8 +122,8 @@ fn windows_to_keep(pieces: &[CountedPiece], zone: usize, held: &[u8; 5]) -> Vec<
         .collect()
 }
 
-/// The roles `want` (one per piece, any order) assigned to `pieces` in the order that makes the
-/// windows' role probabilities likeliest; `want` itself when the lengths differ.
+/// The roles `want` (one per piece of `pieces`, any order) assigned to `pieces` in the order
+/// that makes the windows' role probabilities likeliest.
 fn likeliest_roles(pieces: &[CountedPiece], want: &[usize]) -> Vec<usize> {
     let score = |order: &[usize]| -> f32 {
         (pieces.iter().zip(order))
@@ -131,9 +131,6 @@ fn likeliest_roles(pieces: &[CountedPiece], want: &[usize]) -> Vec<usize> {
             .sum()
     };
     let mut best = want.to_vec();
-    if pieces.len() != want.len() {
-        return best;
-    }
     let mut best_score = score(&best);
     let mut order = want.to_vec();
     // Heap's algorithm over at most `MAX_KEPT_PER_ZONE` roles.
@@ -380,18 +377,15 @@ impl FrameReader {
     /// four), each counted piece's window is kept as the role the position
     /// gives it (the likeliest assignment by the windows' own role probabilities). They are
     /// this table's pieces as they lie in its zones, which the bank's pieces on squares name
-    /// worse than they count. Returns how many windows were kept.
-    pub fn confirm_pockets_last(&mut self, board: BoardId, held: [[u8; 5]; 2]) -> usize {
-        let mut kept = 0;
+    /// worse than they count.
+    pub fn confirm_pockets_last(&mut self, board: BoardId, held: [[u8; 5]; 2]) {
         for color in Color::ALL {
             let zone = 2 * board.index() + color.index();
             for (window, role) in windows_to_keep(&self.window_pieces, zone, &held[color.index()]) {
                 let class = SquareClass::of(Some(Piece { color, role }));
                 self.classifier.remember_window_piece(window, class);
-                kept += 1;
             }
         }
-        kept
     }
 
     /// Tells the pocket reader that the pockets of `board` marked in `empty` (White's, Black's)
@@ -457,8 +451,6 @@ mod tests {
             piece(3, [0.0, 1.0, 0.0, 0.0, 0.0]),
         ];
         assert_eq!(likeliest_roles(&four, &[1, 2, 3, 4]), [4, 3, 2, 1]);
-        // Lengths that differ leave the roles as given.
-        assert_eq!(likeliest_roles(&four[..1], &[0, 1]), [0, 1]);
     }
 
     #[test]
