@@ -713,7 +713,7 @@ pub fn random_game_pocket(rng: &mut SimRng, upper: bool) -> String {
 /// How a training table's pockets are drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PocketDraw {
-    /// [`random_pocket`] on 60 % of the boards, else the position's own pocket.
+    /// `random_pocket` on 60 % of the boards, else the position's own pocket.
     Usual,
     /// Every pocket a [`random_full_pocket`].
     Full,

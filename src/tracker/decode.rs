@@ -1361,7 +1361,7 @@ const VIEW_ORDER_MARGIN: f32 = 1.0;
 /// `views[i]` is the reading after the press that completed move `i` (`None` where no frame
 /// was seen), so the position after the first `i + 1` moves should explain it. Each side's
 /// moves may be permuted (sides alternate); only orders that are legal and reach the same
-/// placement count; the given order stays unless another beats it by [`VIEW_ORDER_MARGIN`].
+/// placement count; the given order stays unless another beats it by `VIEW_ORDER_MARGIN`.
 /// `None` without views (or when the chain cannot be replayed): the caller falls back to the
 /// change times.
 pub fn order_by_views(

@@ -370,7 +370,7 @@ impl PocketWatcher {
     /// it); returns the alerts it completes.
     /// `undecided` counts per colour the moves pressed but not yet committed: each may be a drop
     /// the pocket already shows. A player with undecided moves is alerted on only when
-    /// [`SHORT_READINGS`] readings in a row show his pocket short; with
+    /// `SHORT_READINGS` readings in a row show his pocket short; with
     /// [`excusing_undecided`](Self::excusing_undecided), that many missing pieces of his raise
     /// nothing at all (the reading still updates what the watcher knows).
     pub fn on_reading(

@@ -903,7 +903,7 @@ impl Lens {
 
     /// The κ under which the lattices are most nearly projective (least squares residual of
     /// per-lattice homographies), searched over k1 ∈ [−0.16, 0.06] for a focal length of
-    /// [`FOCAL_WIDTHS`] image widths: steps of 0.005, then of 0.0005 around the best.
+    /// `FOCAL_WIDTHS` image widths: steps of 0.005, then of 0.0005 around the best.
     pub fn estimate(lattices: &[Lattice], width: usize, height: usize) -> Lens {
         let centre = [(width as f64 - 1.0) / 2.0, (height as f64 - 1.0) / 2.0];
         let f2 = (FOCAL_WIDTHS * width as f64).powi(2);
