@@ -83,6 +83,68 @@ fn eval_game_on_the_fixture_tracks_the_moves_from_frames() {
 }
 
 #[test]
+fn eval_games_sums_the_games_and_names_a_directory_that_fails() {
+    let one = json(&tandem(&[
+        "eval",
+        "game",
+        "fixtures/sim-game",
+        "--reader",
+        "truth",
+        "--json",
+    ]));
+    let out = tandem(&[
+        "eval",
+        "games",
+        "fixtures/sim-game",
+        "fixtures/no-such-game",
+        "fixtures/sim-game",
+        "--reader",
+        "truth",
+        "--json",
+    ]);
+    // The missing directory fails the command, is named, and costs the others nothing.
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("fixtures/no-such-game"), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(r["failed"], serde_json::json!(["fixtures/no-such-game"]));
+    assert_eq!(r["games"].as_array().map(Vec::len), Some(2));
+    let s = &r["summary"];
+    assert_eq!(s["games"], 2);
+    let twice = |key: &str| one[key].as_u64().unwrap() * 2;
+    for key in [
+        "moves_truth",
+        "moves_committed",
+        "moves_right",
+        "false_alerts",
+        "desyncs",
+    ] {
+        assert_eq!(s[key].as_u64(), Some(twice(key)), "{key}");
+    }
+    // The same game twice: the pooled accuracy is the game's own, the latency its own.
+    assert!(
+        (s["move_accuracy"].as_f64().unwrap() - one["move_accuracy"].as_f64().unwrap()).abs()
+            < 1e-9
+    );
+    assert_eq!(
+        s["games_all_right"].as_u64(),
+        Some(2 * u64::from(one["game_all_right"].as_bool().unwrap()))
+    );
+    assert_eq!(
+        s["pockets"]["zones"].as_u64(),
+        Some(one["pockets"]["zones"].as_u64().unwrap() * 2)
+    );
+    let p99 = s["latency_p99_worst_ms"].as_f64().unwrap();
+    let games_p99: Vec<f64> = r["games"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["latency_p99_ms"].as_f64().unwrap())
+        .collect();
+    assert_eq!(p99, games_p99.iter().copied().fold(0.0, f64::max));
+}
+
+#[test]
 fn motion_is_never_calm_while_a_hand_hides_squares() {
     let r = json(&tandem(&["eval", "motion", "fixtures/sim-game", "--json"]));
     assert!(r["over_board_frames"].as_u64().unwrap() > 50);

@@ -16,6 +16,9 @@ pub enum EvalCommand {
     TrackerSim(TrackerSimArgs),
     /// Watch a simulated game directory (frames → vision → tracker) and compare with its truth.
     Game(super::watch::EvalGameArgs),
+    /// Watch several simulated game directories one after another and sum their figures
+    /// (moves, games all right, alerts, incidents, pockets, latency).
+    Games(super::watch::EvalGamesArgs),
     /// Score the motion detector of a simulated game directory against the truth's hands.
     Motion(super::watch::EvalMotionArgs),
     /// Adapt the square classifier on a labelled set's `adapt` rows and score its `test` rows.
@@ -102,6 +105,7 @@ pub fn eval(cmd: EvalCommand) -> anyhow::Result<()> {
     match cmd {
         EvalCommand::TrackerSim(args) => tracker_sim(args),
         EvalCommand::Game(args) => super::watch::eval_game_cmd(args),
+        EvalCommand::Games(args) => super::watch::eval_games_cmd(args),
         EvalCommand::Motion(args) => super::watch::eval_motion_cmd(args),
         EvalCommand::Squares(args) => super::vision::eval_squares(args),
         EvalCommand::Pockets(args) => super::vision::eval_pockets(args),

@@ -1,5 +1,5 @@
-//! `tandem watch` (frames → vision → tracker → events as JSON lines), `tandem eval game` and
-//! `tandem eval motion` (a watched simulated game against its truth).
+//! `tandem watch` (frames → vision → tracker → events as JSON lines), `tandem eval game`,
+//! `tandem eval games` and `tandem eval motion` (watched simulated games against their truth).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use tandem_monitor::daemon::{V4l2Config, open_camera};
 use tandem_monitor::rules::{Event, RuleSet};
 use tandem_monitor::vision::Calibration;
 use tandem_monitor::watch::eval::{
-    GameEvalOptions, TimedEvent, eval_game, eval_motion, watch_frames,
+    GameEval, GameEvalOptions, GamesSummary, TimedEvent, eval_game, eval_motion, watch_frames,
 };
 use tandem_monitor::watch::{
     ClockFeed, OnnxReader, SimGameDir, TableReader, TruthReader, WatchConfig, Watcher, list_frames,
@@ -61,6 +61,20 @@ pub struct EvalGameArgs {
     /// Print the report as one JSON object.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    watch: EvalWatchArgs,
+    /// The BPGN record the game was rendered from (default: game.json's `source`).
+    #[arg(long)]
+    games: Option<PathBuf>,
+    /// Write every tracker decision (board, time, best and runner-up hypotheses, margin,
+    /// whether it committed, unexplained squares) to FILE as JSON lines.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+}
+
+/// How `eval game` and `eval games` watch a simulated game.
+#[derive(Debug, clap::Args)]
+pub struct EvalWatchArgs {
     #[arg(long, default_value = "fics")]
     rules: String,
     /// Do not feed clock.jsonl (moves are then committed at stability).
@@ -68,16 +82,33 @@ pub struct EvalGameArgs {
     no_clock: bool,
     #[arg(long, value_enum, default_value_t = ReaderKind::Onnx)]
     reader: ReaderKind,
-    /// The BPGN record the game was rendered from (default: game.json's `source`).
-    #[arg(long)]
-    games: Option<PathBuf>,
     /// Watch configuration overrides (TOML: [motion], [tracker]).
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Write every tracker decision (board, time, best and runner-up hypotheses, margin,
-    /// whether it committed, unexplained squares) to FILE as JSON lines.
+}
+
+impl EvalWatchArgs {
+    fn options(&self, games: Option<PathBuf>, trace: bool) -> anyhow::Result<GameEvalOptions> {
+        Ok(GameEvalOptions {
+            rules: RuleSet::load(&self.rules)?,
+            watch: load_config(self.config.as_deref())?,
+            clock: !self.no_clock,
+            games,
+            trace,
+        })
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EvalGamesArgs {
+    /// Simulated game directories, watched one after another.
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    /// Print one JSON object: the summary and a row per game.
     #[arg(long)]
-    trace: Option<PathBuf>,
+    json: bool,
+    #[command(flatten)]
+    watch: EvalWatchArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -212,25 +243,25 @@ fn watch_camera(
     }
 }
 
-pub fn eval_game_cmd(args: EvalGameArgs) -> anyhow::Result<()> {
-    let game = SimGameDir::load(&args.dir)?;
-    let opts = GameEvalOptions {
-        rules: RuleSet::load(&args.rules)?,
-        watch: load_config(args.config.as_deref())?,
-        clock: !args.no_clock,
-        games: args.games.clone(),
-        trace: args.trace.is_some(),
-    };
-    let kind = args.reader;
-    let report = eval_game(
+/// Watches the simulated game in `dir` with `kind`'s reader and scores it.
+fn eval_dir(dir: &Path, kind: ReaderKind, opts: &GameEvalOptions) -> anyhow::Result<GameEval> {
+    let game = SimGameDir::load(dir)?;
+    Ok(eval_game(
         &game,
         |g, cal| match kind {
             ReaderKind::Truth => Ok(Box::new(TruthReader::new(g, 0.97)?) as Box<dyn TableReader>),
             ReaderKind::Onnx => onnx_reader(cal, &opts.watch)
                 .map_err(|e| tandem_monitor::watch::WatchError::Reader(e.to_string())),
         },
-        &opts,
-    )?;
+        opts,
+    )?)
+}
+
+pub fn eval_game_cmd(args: EvalGameArgs) -> anyhow::Result<()> {
+    let opts = args
+        .watch
+        .options(args.games.clone(), args.trace.is_some())?;
+    let report = eval_dir(&args.dir, args.watch.reader, &opts)?;
     if let Some(path) = &args.trace {
         write_json_lines(path, &report.decisions)?;
     }
@@ -292,6 +323,124 @@ pub fn eval_game_cmd(args: EvalGameArgs) -> anyhow::Result<()> {
                 );
             }
         }
+    }
+    Ok(())
+}
+
+/// One game's row in `eval games --json`.
+#[derive(Debug, serde::Serialize)]
+struct GameRow<'a> {
+    dir: &'a str,
+    calibration: &'a str,
+    moves_right: usize,
+    moves_truth: usize,
+    moves_committed: usize,
+    game_all_right: bool,
+    false_alerts: usize,
+    desyncs: usize,
+    latency_p99_ms: f64,
+}
+
+pub fn eval_games_cmd(args: EvalGamesArgs) -> anyhow::Result<()> {
+    let opts = args.watch.options(None, false)?;
+    let mut summary = GamesSummary::default();
+    let mut reports = Vec::new();
+    let mut failed = Vec::new();
+    for dir in &args.dirs {
+        match eval_dir(dir, args.watch.reader, &opts) {
+            Ok(report) => {
+                summary.add(&report);
+                if !args.json {
+                    println!(
+                        "{}: moves right {}/{}, all right {}, false alerts {}, desyncs {}, calibration {}, latency p99 {:.1} ms",
+                        report.dir,
+                        report.moves_right,
+                        report.moves_truth,
+                        report.game_all_right,
+                        report.false_alerts,
+                        report.desyncs,
+                        report.calibration,
+                        report.latency_ms.p99
+                    );
+                }
+                reports.push(report);
+            }
+            // One broken directory does not cost the others' figures; it is named here and
+            // fails the command at the end.
+            Err(e) => {
+                eprintln!("error: {}: {e:#}", dir.display());
+                failed.push(dir.display().to_string());
+            }
+        }
+    }
+    if args.json {
+        let games: Vec<GameRow> = reports
+            .iter()
+            .map(|r| GameRow {
+                dir: &r.dir,
+                calibration: &r.calibration,
+                moves_right: r.moves_right,
+                moves_truth: r.moves_truth,
+                moves_committed: r.moves_committed,
+                game_all_right: r.game_all_right,
+                false_alerts: r.false_alerts,
+                desyncs: r.desyncs,
+                latency_p99_ms: r.latency_ms.p99,
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({ "summary": summary, "games": games, "failed": failed })
+        );
+    } else {
+        let s = &summary;
+        println!(
+            "{} games: moves right {}/{} ({:.4}), all right {}, false alerts {} ({:.2} per game), desyncs {}, truth calibrations {}",
+            s.games,
+            s.moves_right,
+            s.moves_truth,
+            s.move_accuracy,
+            s.games_all_right,
+            s.false_alerts,
+            s.false_alerts_per_game,
+            s.desyncs,
+            s.truth_calibrations
+        );
+        for i in &s.incidents {
+            println!(
+                "  {}: detected {}/{}, alerts {} ({} matched); not counted: {} out of view, {} undetectable",
+                i.kind,
+                i.detected,
+                i.injected,
+                i.alerts,
+                i.alerts_matched,
+                i.out_of_view,
+                i.undetectable
+            );
+        }
+        let p = &s.pockets;
+        println!(
+            "  pockets: zones exactly right {}/{}, occupied {}/{}, unoccluded {}/{} (occupied {}/{})",
+            p.exact,
+            p.zones,
+            p.occupied_exact,
+            p.occupied,
+            p.seen_exact,
+            p.seen,
+            p.seen_occupied_exact,
+            p.seen_occupied
+        );
+        println!(
+            "  latency: worst game's p99 {:.1} ms, median of the games' p50 {:.2} ms",
+            s.latency_p99_worst_ms, s.latency_p50_median_ms
+        );
+    }
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} game directories failed",
+            failed.len(),
+            args.dirs.len()
+        );
     }
     Ok(())
 }

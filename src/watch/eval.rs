@@ -360,6 +360,111 @@ impl PocketScore {
     }
 }
 
+impl PocketScore {
+    /// Adds `other`'s zones to these (as if one reader had read both games).
+    pub fn merge(&mut self, other: &PocketScore) {
+        self.zones += other.zones;
+        self.exact += other.exact;
+        self.occupied += other.occupied;
+        self.occupied_exact += other.occupied_exact;
+        self.missed += other.missed;
+        self.extra += other.extra;
+        self.seen += other.seen;
+        self.seen_exact += other.seen_exact;
+        self.seen_occupied += other.seen_occupied;
+        self.seen_occupied_exact += other.seen_occupied_exact;
+        for (z, o) in self.by_zone.iter_mut().zip(&other.by_zone) {
+            for (a, b) in z.iter_mut().zip(o) {
+                *a += b;
+            }
+        }
+        self.exact_fraction = (self.zones > 0).then(|| self.exact as f64 / self.zones as f64);
+    }
+}
+
+/// Several games' reports (`tandem eval games`) added up the way the targets are put:
+/// moves right of all moves, games with every move right, false alerts per game, each incident
+/// kind's recall over all its incidents, the pocket readings of every game; latency as the
+/// worst game's p99 and the median of the games' p50 (a percentile of percentiles would mean
+/// nothing else).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct GamesSummary {
+    pub games: usize,
+    pub moves_truth: usize,
+    pub moves_committed: usize,
+    pub moves_right: usize,
+    /// `moves_right` over the sum of each game's larger of `moves_truth` and
+    /// `moves_committed` (a game's own `move_accuracy`, pooled).
+    pub move_accuracy: f64,
+    pub games_all_right: usize,
+    pub false_alerts: usize,
+    pub false_alerts_per_game: f64,
+    pub desyncs: usize,
+    /// Games whose detected calibration was not used (the truth's corners were).
+    pub truth_calibrations: usize,
+    pub incidents: Vec<IncidentScore>,
+    pub pockets: PocketScore,
+    pub latency_p99_worst_ms: f64,
+    pub latency_p50_median_ms: f64,
+    #[serde(skip)]
+    moves_scored: usize,
+    #[serde(skip)]
+    latency_p50s: Vec<f64>,
+}
+
+impl GamesSummary {
+    /// Adds one game's report.
+    pub fn add(&mut self, g: &GameEval) {
+        self.games += 1;
+        self.moves_truth += g.moves_truth;
+        self.moves_committed += g.moves_committed;
+        self.moves_right += g.moves_right;
+        self.moves_scored += g.moves_truth.max(g.moves_committed);
+        self.move_accuracy = self.moves_right as f64 / self.moves_scored.max(1) as f64;
+        self.games_all_right += usize::from(g.game_all_right);
+        self.false_alerts += g.false_alerts;
+        self.false_alerts_per_game = self.false_alerts as f64 / self.games as f64;
+        self.desyncs += g.desyncs;
+        self.truth_calibrations += usize::from(g.calibration == "truth");
+        for inc in &g.incidents {
+            let i = match self.incidents.iter().position(|s| s.kind == inc.kind) {
+                Some(i) => i,
+                None => {
+                    self.incidents.push(IncidentScore {
+                        kind: inc.kind.clone(),
+                        ..IncidentScore::default()
+                    });
+                    self.incidents.len() - 1
+                }
+            };
+            let s = &mut self.incidents[i];
+            s.injected += inc.injected;
+            s.undetectable += inc.undetectable;
+            s.out_of_view += inc.out_of_view;
+            s.detected += inc.detected;
+            s.alerts += inc.alerts;
+            s.alerts_matched += inc.alerts_matched;
+            s.recall = (s.injected > 0).then(|| s.detected as f64 / s.injected as f64);
+            s.precision = (s.alerts > 0).then(|| s.alerts_matched as f64 / s.alerts as f64);
+        }
+        self.pockets.merge(&g.pockets);
+        self.latency_p99_worst_ms = self.latency_p99_worst_ms.max(g.latency_ms.p99);
+        self.latency_p50s.push(g.latency_ms.p50);
+        self.latency_p50_median_ms = median(&self.latency_p50s);
+    }
+}
+
+/// The median of `v` (the mean of the middle two for an even count; 0 when empty).
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 /// Whether the camera saw every piece of a zone: it was in view and the recording says none
 /// was hidden.
 fn seen_whole(hidden: Option<usize>, out_of_view: bool) -> bool {
