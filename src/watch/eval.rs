@@ -358,9 +358,7 @@ impl PocketScore {
         }
         self.exact_fraction = Some(self.exact as f64 / self.zones as f64);
     }
-}
 
-impl PocketScore {
     /// Adds `other`'s zones to these (as if one reader had read both games).
     pub fn merge(&mut self, other: &PocketScore) {
         self.zones += other.zones;
@@ -385,8 +383,8 @@ impl PocketScore {
 /// Several games' reports (`tandem eval games`) added up the way the targets are put:
 /// moves right of all moves, games with every move right, false alerts per game, each incident
 /// kind's recall over all its incidents, the pocket readings of every game; latency as the
-/// worst game's p99 and the median of the games' p50 (a percentile of percentiles would mean
-/// nothing else).
+/// worst game's p99 and the median of the games' p50, over the games that published moves (the
+/// games' samples are not pooled).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct GamesSummary {
     pub games: usize,
@@ -448,9 +446,11 @@ impl GamesSummary {
             s.precision = (s.alerts > 0).then(|| s.alerts_matched as f64 / s.alerts as f64);
         }
         self.pockets.merge(&g.pockets);
-        self.latency_p99_worst_ms = self.latency_p99_worst_ms.max(g.latency_ms.p99);
-        self.latency_p50s.push(g.latency_ms.p50);
-        self.latency_p50_median_ms = median(&self.latency_p50s);
+        if g.latency_ms.samples > 0 {
+            self.latency_p99_worst_ms = self.latency_p99_worst_ms.max(g.latency_ms.p99);
+            self.latency_p50s.push(g.latency_ms.p50);
+            self.latency_p50_median_ms = median(&self.latency_p50s);
+        }
     }
 }
 
