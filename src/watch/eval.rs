@@ -200,6 +200,14 @@ pub struct IncidentScore {
     pub precision: Option<f64>,
 }
 
+impl IncidentScore {
+    /// Recall and precision from the counts (`None` with nothing to divide by).
+    fn set_rates(&mut self) {
+        self.recall = (self.injected > 0).then(|| self.detected as f64 / self.injected as f64);
+        self.precision = (self.alerts > 0).then(|| self.alerts_matched as f64 / self.alerts as f64);
+    }
+}
+
 /// Latency percentiles (ms).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Latency {
@@ -442,8 +450,7 @@ impl GamesSummary {
             s.detected += inc.detected;
             s.alerts += inc.alerts;
             s.alerts_matched += inc.alerts_matched;
-            s.recall = (s.injected > 0).then(|| s.detected as f64 / s.injected as f64);
-            s.precision = (s.alerts > 0).then(|| s.alerts_matched as f64 / s.alerts as f64);
+            s.set_rates();
         }
         self.pockets.merge(&g.pockets);
         if g.latency_ms.samples > 0 {
@@ -784,8 +791,7 @@ pub fn eval_game(
         }
     }
     for s in &mut scores {
-        s.recall = (s.injected > 0).then(|| s.detected as f64 / s.injected as f64);
-        s.precision = (s.alerts > 0).then(|| s.alerts_matched as f64 / s.alerts as f64);
+        s.set_rates();
     }
     Ok(GameEval {
         dir: game.dir.display().to_string(),
