@@ -240,6 +240,23 @@ pub struct Hypothesis {
     pub fingerprint: u64,
 }
 
+/// A square whose likeliest class beats the tracked position's by more than this many nats is
+/// listed by [`Decoder::contrast`] whatever the hypotheses do there: a piece seen where no
+/// hypothesis put one (a drop the pocket does not allow yet) is what a trace reader looks for.
+pub const CONTRAST_SEEN_NATS: f32 = 1.0;
+
+/// One square a decision turned on: the class (FEN letter, `.` empty) that the view makes
+/// likeliest, and those the tracked position, the best hypothesis and the runner-up put there,
+/// each with the view's log-probability of it (the reading after anchoring, before any prior).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SquareChoice {
+    pub square: Square,
+    pub seen: (char, f32),
+    pub tracked: (char, f32),
+    pub best: (char, f32),
+    pub runner_up: Option<(char, f32)>,
+}
+
 /// The result of decoding one observation.
 #[derive(Debug, Clone)]
 pub struct Decoded {
@@ -1182,34 +1199,7 @@ impl<'a> Decoder<'a> {
     /// Squares where the position after `moves` disagrees with the observation by more than
     /// `disagree_nats`.
     fn disagreeing(&self, ll: &LogLik, seq: &Seq, pos: &Position) -> Vec<SquareEvidence> {
-        let mut classes = self.base;
-        if seq.len > 0 {
-            let mut after = pos.clone();
-            for mv in seq.iter() {
-                match mv {
-                    Move::Steal { from, to, steal } => {
-                        classes[from.index()] = SquareClass::Empty;
-                        classes[to.index()] =
-                            SquareClass::of(self.table.board(self.board.other()).piece_at(steal));
-                    }
-                    m => {
-                        if after.play_physical(m, self.variant).is_err() {
-                            // A drop from an empty pocket: show the piece anyway.
-                            if let Move::Drop { role, to } = m {
-                                classes[to.index()] = SquareClass::of(Some(crate::engine::Piece {
-                                    color: after.turn(),
-                                    role,
-                                }));
-                            }
-                            continue;
-                        }
-                        for sq in Square::all() {
-                            classes[sq.index()] = SquareClass::on(&after, sq);
-                        }
-                    }
-                }
-            }
-        }
+        let classes = self.classes_after(seq.iter(), pos);
         let mut out = Vec::new();
         for sq in Square::all() {
             let gap = ll.top[sq.index()] - ll.get(sq, classes[sq.index()]);
@@ -1223,6 +1213,74 @@ impl<'a> Decoder<'a> {
             }
         }
         out
+    }
+
+    /// What each square holds after `moves` from `pos` (the tracked position): a drop of a piece
+    /// the pocket does not hold yet shows the piece anyway, a steal the piece taken from the
+    /// other board.
+    fn classes_after(
+        &self,
+        moves: impl IntoIterator<Item = Move>,
+        pos: &Position,
+    ) -> [SquareClass; 64] {
+        let mut classes = self.base;
+        let mut after = pos.clone();
+        for mv in moves {
+            match mv {
+                Move::Steal { from, to, steal } => {
+                    classes[from.index()] = SquareClass::Empty;
+                    classes[to.index()] =
+                        SquareClass::of(self.table.board(self.board.other()).piece_at(steal));
+                }
+                m => {
+                    if after.play_physical(m, self.variant).is_err() {
+                        if let Move::Drop { role, to } = m {
+                            classes[to.index()] = SquareClass::of(Some(crate::engine::Piece {
+                                color: after.turn(),
+                                role,
+                            }));
+                        }
+                        continue;
+                    }
+                    for sq in Square::all() {
+                        classes[sq.index()] = SquareClass::on(&after, sq);
+                    }
+                }
+            }
+        }
+        classes
+    }
+
+    /// The squares where the best hypothesis or the runner-up puts another class than the
+    /// tracked position, or the view reads another by more than [`CONTRAST_SEEN_NATS`], with
+    /// the view's log-probability of each: what told the hypotheses of `decoded` apart.
+    /// For the decision trace (not computed otherwise).
+    pub fn contrast(&self, ll: &LogLik, decoded: &Decoded) -> Vec<SquareChoice> {
+        let pos = self.table.board(self.board);
+        let best = self.classes_after(decoded.best.moves.iter().copied(), pos);
+        let runner_up = decoded
+            .runner_up
+            .as_ref()
+            .map(|r| self.classes_after(r.moves.iter().copied(), pos));
+        Square::all()
+            .filter(|&sq| {
+                let i = sq.index();
+                best[i] != self.base[i]
+                    || runner_up.is_some_and(|r| r[i] != self.base[i])
+                    || ll.top[i] - ll.get(sq, self.base[i]) > CONTRAST_SEEN_NATS
+            })
+            .map(|sq| {
+                let i = sq.index();
+                let side = |c: SquareClass| (c.char(), ll.get(sq, c));
+                SquareChoice {
+                    square: sq,
+                    seen: side(ll.argmax(sq)),
+                    tracked: side(self.base[i]),
+                    best: side(best[i]),
+                    runner_up: runner_up.map(|r| side(r[i])),
+                }
+            })
+            .collect()
     }
 }
 
@@ -1666,6 +1724,42 @@ mod tests {
         assert_eq!(d.best.moves[0].to_string(), "e2e4");
         assert!(d.margin() > 3.0, "margin {}", d.margin());
         assert!(d.disagreeing.is_empty());
+    }
+
+    #[test]
+    fn the_contrast_names_the_moved_squares_and_a_piece_seen_where_no_hypothesis_puts_one() {
+        let t = Table::new();
+        let cfg = TrackerConfig::default();
+        let mut obs = Observation::exact(BoardId::A, 0, &after(&t, BoardId::A, &["e2e4"]), 0.0);
+        // A white pawn faintly on f5 (no pocket holds one: no drop puts it there).
+        let mut faint = [0f32; SquareClass::COUNT];
+        faint[SquareClass::Empty.index()] = 0.1;
+        faint[SquareClass::WhitePawn.index()] = 0.9;
+        obs.set_square("f5".parse().unwrap(), faint).unwrap();
+        let ll = LogLik::from_observation(&obs, &cfg);
+        let v = Variant::default();
+        let decoder = Decoder::new(&t, BoardId::A, &v, &cfg);
+        let d = decoder.decode(&ll, None, false, &Evidence::default());
+        assert_eq!(ucis(&d.best.moves), ["e2e4"]);
+        let contrast = decoder.contrast(&ll, &d);
+        let named: Vec<String> = contrast.iter().map(|c| c.square.to_string()).collect();
+        for sq in ["e2", "e4", "f5"] {
+            assert!(named.iter().any(|n| n == sq), "{sq} missing from {named:?}");
+        }
+        let e4 = contrast
+            .iter()
+            .find(|c| c.square.to_string() == "e4")
+            .unwrap();
+        assert_eq!((e4.tracked.0, e4.best.0, e4.seen.0), ('.', 'P', 'P'));
+        assert!(e4.best.1 > e4.tracked.1);
+        let f5 = contrast
+            .iter()
+            .find(|c| c.square.to_string() == "f5")
+            .unwrap();
+        assert_eq!((f5.seen.0, f5.tracked.0, f5.best.0), ('P', '.', '.'));
+        assert!((f5.seen.1 - f5.tracked.1 - (0.9f32 / 0.1).ln()).abs() < 1e-3);
+        // Squares nothing touches and the view agrees with are left out.
+        assert!(!named.iter().any(|n| n == "a1" || n == "e7"), "{named:?}");
     }
 
     #[test]

@@ -20,7 +20,7 @@ mod rng;
 pub mod simulate;
 mod track;
 
-pub use decode::{Decoded, Decoder, Evidence, Hypothesis, HypothesisKind, LogLik};
+pub use decode::{Decoded, Decoder, Evidence, Hypothesis, HypothesisKind, LogLik, SquareChoice};
 pub use eval::moves_standing;
 pub use pockets::PocketWatcher;
 pub use track::{Decision, Tracker, TrackerError};

@@ -8,8 +8,8 @@ use crate::rules::{
 };
 
 use super::decode::{
-    Decoded, Decoder, Evidence, HypothesisKind, LogLik, order_by_change_times, order_by_views,
-    taken_back_move, view_gain,
+    Decoded, Decoder, Evidence, HypothesisKind, LogLik, SquareChoice, order_by_change_times,
+    order_by_views, taken_back_move, view_gain,
 };
 use super::look::LookRefs;
 
@@ -358,6 +358,18 @@ pub struct Decision {
     pub committed: bool,
     /// Squares the best hypothesis leaves unexplained.
     pub unexplained: Vec<SquareEvidence>,
+    /// The squares the best hypothesis or the runner-up changes, or the view reads otherwise
+    /// than the tracked position ([`Decoder::contrast`]).
+    pub squares: Vec<SquareChoice>,
+    /// The pocket counts drops were weighed with (White's zone, Black's; pawn to queen), if a
+    /// calm reading gave any.
+    pub pocket: Option<[[u8; 5]; 2]>,
+    /// Pieces handed over by captures on the other board that no reading has shown arriving
+    /// yet, per colour and role: drops may use them.
+    pub in_transit: [[u8; 5]; 2],
+    /// Whether the other board had an undecided change: only then is a drop of a piece its
+    /// capture may be handing over considered (`InTransitDrop`).
+    pub other_busy: bool,
 }
 
 /// The squares named in `evidence`.
@@ -971,7 +983,7 @@ impl Tracker {
         let ts = self.boards[b.index()].stable_ts;
         let other = self.boards[b.other().index()].stable.clone();
         let other_busy = self.boards[b.other().index()].open;
-        let decoded = {
+        let (decoded, contrast, pocket, in_transit) = {
             let table = self.referee.table();
             let bt = &self.boards[b.index()];
             let mut ev = Evidence {
@@ -1001,11 +1013,17 @@ impl Tracker {
                     break;
                 }
             }
-            Decoder::new(table, b, &self.variant, &self.cfg).decode(
-                &ll,
-                other.as_ref(),
-                other_busy,
-                &ev,
+            let decoder = Decoder::new(table, b, &self.variant, &self.cfg);
+            let decoded = decoder.decode(&ll, other.as_ref(), other_busy, &ev);
+            let contrast = self
+                .decisions
+                .is_some()
+                .then(|| decoder.contrast(&ll, &decoded));
+            (
+                decoded,
+                contrast,
+                ev.pocket.map(|p| p.counts),
+                ev.in_transit,
             )
         };
         // A pending clock press says a move was made: "no change" and runner-ups need less
@@ -1109,6 +1127,10 @@ impl Tracker {
                 margin: decoded.margin(),
                 committed: committable,
                 unexplained: decoded.disagreeing.clone(),
+                squares: contrast.unwrap_or_default(),
+                pocket,
+                in_transit,
+                other_busy,
             });
         }
         if tentative {
@@ -1726,6 +1748,12 @@ impl Tracker {
                 margin: gain,
                 committed: true,
                 unexplained: Vec::new(),
+                // Decoded from an earlier position: the squares and the pocket are that
+                // decision's, not recorded again.
+                squares: Vec::new(),
+                pocket: None,
+                in_transit: self.pockets.in_transit(b),
+                other_busy: self.boards[b.other().index()].open,
             });
         }
         let bt = &mut self.boards[b.index()];
@@ -2772,6 +2800,35 @@ mod tests {
         }
         assert_eq!(referee.table().to_fen(), t.table().to_fen());
         assert!(t.take_applied().is_empty());
+    }
+
+    #[test]
+    fn a_recorded_decision_shows_the_squares_it_turned_on() {
+        let mut t = tracker(RuleSet::fics(), None);
+        t.record_decisions(true);
+        let mut ts = 0;
+        // A clock feed, so that the move is committed at its press.
+        assert!(t.press(BoardId::B, 0).is_empty());
+        let start = t.table().board(BoardId::A).clone();
+        let after = play(&start, &["e2e4"]);
+        make_move(&mut t, BoardId::A, &after, &mut ts);
+        assert_eq!(moves(&t.press(BoardId::A, ts)), ["e2e4"]);
+        let decisions = t.take_decisions();
+        let d = decisions
+            .iter()
+            .rfind(|d| d.committed && d.board == BoardId::A)
+            .expect("the committing decision is recorded");
+        assert_eq!(d.best, ["e2e4"]);
+        let square = |name: &str| d.squares.iter().find(|c| c.square.to_string() == name);
+        let e4 = square("e4").expect("e4 is listed");
+        assert_eq!((e4.tracked.0, e4.best.0, e4.seen.0), ('.', 'P', 'P'));
+        assert_eq!(square("e2").map(|c| c.best.0), Some('.'));
+        assert!(square("d2").is_none(), "{:?}", d.squares);
+        // No pocket reading came with the views and no capture is on its way; board B's
+        // press is still undecided.
+        assert_eq!(d.pocket, None);
+        assert_eq!(d.in_transit, [[0; 5]; 2]);
+        assert!(d.other_busy);
     }
 
     /// One move on `board` at the over-the-board pace of a 5 fps camera: hand frames while the
