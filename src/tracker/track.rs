@@ -370,6 +370,10 @@ pub struct Decision {
     /// Whether the other board had an undecided change: only then is a drop of a piece its
     /// capture may be handing over considered (`InTransitDrop`).
     pub other_busy: bool,
+    /// The tracked position decided from (FEN with the pockets in brackets; after a rewind, the
+    /// position it reached): what the hypotheses could play, e.g. whether a drop's piece was
+    /// held yet.
+    pub fen: String,
 }
 
 /// The squares named in `evidence`.
@@ -1131,6 +1135,7 @@ impl Tracker {
                 pocket,
                 in_transit,
                 other_busy,
+                fen: self.referee.table().board(b).to_fen(),
             });
         }
         if tentative {
@@ -1749,11 +1754,12 @@ impl Tracker {
                 committed: true,
                 unexplained: Vec::new(),
                 // Decoded from an earlier position: the squares and the pocket are that
-                // decision's, not recorded again.
+                // decision's, not recorded again; the position is the one the rewind reached.
                 squares: Vec::new(),
                 pocket: None,
                 in_transit: self.pockets.in_transit(b),
                 other_busy: self.boards[b.other().index()].open,
+                fen: self.referee.table().board(b).to_fen(),
             });
         }
         let bt = &mut self.boards[b.index()];
@@ -2829,6 +2835,7 @@ mod tests {
         assert_eq!(d.pocket, None);
         assert_eq!(d.in_transit, [[0; 5]; 2]);
         assert!(d.other_busy);
+        assert_eq!(d.fen, start.to_fen(), "decided from the start position");
     }
 
     /// One move on `board` at the over-the-board pace of a 5 fps camera: hand frames while the
