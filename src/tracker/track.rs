@@ -361,8 +361,8 @@ pub struct Decision {
     /// The squares the best hypothesis or the runner-up changes, or the view reads otherwise
     /// than the tracked position ([`Decoder::contrast`]).
     pub squares: Vec<SquareChoice>,
-    /// The pocket counts drops were weighed with (White's zone, Black's; pawn to queen), if a
-    /// calm reading gave any.
+    /// The pocket counts drops were weighed with (White's zone, Black's; pawn to queen): the
+    /// median of the board's latest calm readings, if there were any.
     pub pocket: Option<[[u8; 5]; 2]>,
     /// Pieces handed over by captures on the other board that no reading has shown arriving
     /// yet, per colour and role: drops may use them.
