@@ -1224,6 +1224,11 @@ impl<'a> Decoder<'a> {
         pos: &Position,
     ) -> [SquareClass; 64] {
         let mut classes = self.base;
+        let mut moves = moves.into_iter().peekable();
+        if moves.peek().is_none() {
+            // "No change": nothing to play (most decodes ask this once).
+            return classes;
+        }
         let mut after = pos.clone();
         for mv in moves {
             match mv {
