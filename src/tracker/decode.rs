@@ -1294,7 +1294,7 @@ impl<'a> Decoder<'a> {
 /// the partner can capture in the next two plies there (its own move, or its reply to the
 /// opponent's). A promoted piece arrives as a pawn. Nothing is in transit on a board where no
 /// such capture is possible (the opening): a drop of an unheld piece is then simply illegal.
-fn arriving_roles(other: &Position, receiver: Color, variant: &Variant) -> [bool; 6] {
+pub(crate) fn arriving_roles(other: &Position, receiver: Color, variant: &Variant) -> [bool; 6] {
     let mut roles = [false; 6];
     let mut note = |pos: &Position| {
         if pos.turn() == receiver {

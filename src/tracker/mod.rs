@@ -487,6 +487,12 @@ pub struct TrackerConfig {
     /// apart, until this many presses are pending; then the best is committed anyway (never
     /// stall). 2 or less commits ties as soon as the press is overdue.
     pub overdue_tie_presses: u32,
+    /// With a clock feed: a board decided unchanged while its view shows, on an empty square,
+    /// a piece its player does not hold but a capture on the partner board could hand over,
+    /// and that board has a press undecided, keeps its own presses for up to this long (ms
+    /// after its oldest pending press) instead of forgetting them: the drop is waiting for
+    /// the partner's capture to be committed. 0 switches it off.
+    pub await_partner_ms: u64,
     /// A later view that the tracked position explains badly (its best explanation is illegal,
     /// or leaves `desync_min_squares` squares unexplained) is decoded again from before each of
     /// the latest commit decisions on the board that together committed at most `rewind_moves`
@@ -577,6 +583,7 @@ impl Default for TrackerConfig {
             persistent_residue_decisions: 3,
             overdue_ms: 1500,
             overdue_tie_presses: 4,
+            await_partner_ms: 6000,
             rewind_nats: 8.0,
             rewind_moves: 3,
             guessed_capture_alerts: true,

@@ -8,8 +8,8 @@ use crate::rules::{
 };
 
 use super::decode::{
-    Decoded, Decoder, Evidence, HypothesisKind, LogLik, SquareChoice, order_by_change_times,
-    order_by_views, taken_back_move, view_gain,
+    CONTRAST_SEEN_NATS, Decoded, Decoder, Evidence, HypothesisKind, LogLik, SquareChoice,
+    arriving_roles, order_by_change_times, order_by_views, taken_back_move, view_gain,
 };
 use super::look::LookRefs;
 
@@ -1291,6 +1291,23 @@ impl Tracker {
             // A single view outside a stable run: only a fully explained move is believed.
             return events;
         }
+        if best.kind == HypothesisKind::NoChange
+            && margin_ok
+            && clean
+            && pressed
+            && self.awaits_partner(b, &ll, ts)
+        {
+            // The press's drop waits for the capture on the other board that hands its piece
+            // over: decide that board first if it can be, and keep this board's presses.
+            if may_wait_for_other && self.boards[b.other().index()].stable.is_some() {
+                let before = self.referee.table().to_fen();
+                events.extend(self.decide(b.other(), false));
+                if self.referee.table().to_fen() != before {
+                    events.extend(self.decide(b, false));
+                }
+            }
+            return events;
+        }
         if best.kind == HypothesisKind::NoChange && margin_ok && clean {
             let bt = &mut self.boards[b.index()];
             bt.open = false;
@@ -1341,6 +1358,48 @@ impl Tracker {
             events.push(self.event(ts, Some(b), body));
         }
         events
+    }
+
+    /// Whether board `b`'s view `ll` shows, on a square empty in the tracked position, a piece
+    /// (by more than [`CONTRAST_SEEN_NATS`] over empty) whose owner holds none of its kind but
+    /// could receive one from a capture on the other board, while that board has a press
+    /// undecided and `b`'s oldest pending press is younger than `await_partner_ms`.
+    fn awaits_partner(&self, b: BoardId, ll: &LogLik, ts: u64) -> bool {
+        let wait = self.cfg.await_partner_ms;
+        let bt = &self.boards[b.index()];
+        let them = &self.boards[b.other().index()];
+        if wait == 0
+            || them.presses() == 0
+            || bt
+                .press_times
+                .front()
+                .is_none_or(|p| ts.saturating_sub(p.ts) > wait)
+        {
+            return false;
+        }
+        let table = self.referee.table();
+        let pos = table.board(b);
+        let other = table.board(b.other());
+        let mut arriving: [Option<[bool; 6]>; 2] = [None, None];
+        for sq in Square::all() {
+            if pos.role_at(sq).is_some() {
+                continue;
+            }
+            let seen = ll.argmax(sq);
+            let Some(piece) = seen.piece() else { continue };
+            if piece.role == Role::King
+                || pos.pocket(piece.color).count(piece.role) > 0
+                || ll.get(sq, seen) - ll.get(sq, SquareClass::Empty) <= CONTRAST_SEEN_NATS
+            {
+                continue;
+            }
+            let roles = arriving[piece.color.index()]
+                .get_or_insert_with(|| arriving_roles(other, piece.color, &self.variant));
+            if roles[piece.role.index()] {
+                return true;
+            }
+        }
+        false
     }
 
     /// The table after `moves` on `b` (legal or physical), if they can be played.
@@ -3215,6 +3274,60 @@ mod tests {
         let (mut t, ev, _) = pawn_dropped_seen_once(0.6);
         assert!(moves(&ev).is_empty(), "{ev:?}");
         assert_eq!(moves(&t.finish()), ["P@c3"]);
+    }
+
+    /// Board A: White takes Black's knight on c6 (pressed, the hand still over the board);
+    /// board B: Black, who holds nothing yet, drops that knight on d5 at once and presses, and
+    /// B's view shows the knight only faintly (3.9 nats over empty: "no change" explains it
+    /// within `disagree_nats`). Then A calms down and B is seen once more.
+    fn knight_dropped_before_its_capture_is_decided(cfg: TrackerConfig) -> Vec<Event> {
+        let fen = "r1bqkbnr/pppp1ppp/2n5/1B2p3/4P3/5N2/PPPP1PPP/RNBQK2R[] w KQkq - 4 4 | \
+                   rnbqkbnr/pppp1ppp/8/4p3/3PP3/8/PPP2PPP/RNBQKBNR[] b KQkq - 0 2";
+        let mut t = Tracker::new("t", 1, RuleSet::fics(), Some(fen), cfg).unwrap();
+        let mut ts = 0;
+        let a0 = t.table().board(BoardId::A).clone();
+        let a1 = play(&a0, &["b5c6"]);
+        let b0 = t.table().board(BoardId::B).clone();
+        let mut ev = feed(&mut t, BoardId::A, &a0, 3, 1.0, &mut ts);
+        ev.extend(t.press(BoardId::A, ts));
+        ev.extend(feed(&mut t, BoardId::A, &a1, 1, 1.0, &mut ts));
+        // B: Black drops the knight on d5 (the hand gone, it reads faintly) and presses.
+        ev.extend(feed(&mut t, BoardId::B, &b0, 3, 1.0, &mut ts));
+        ev.extend(t.press(BoardId::B, ts));
+        let faint = {
+            let mut p = [0.0; SquareClass::COUNT];
+            p[SquareClass::BlackKnight.index()] = 0.95;
+            p[SquareClass::Empty.index()] = 0.02;
+            p[SquareClass::BlackPawn.index()] = 0.03;
+            p
+        };
+        let d5 = "d5".parse().unwrap();
+        let seen_b = |t: &mut Tracker, ts: &mut u64, ev: &mut Vec<Event>, n: usize| {
+            for _ in 0..n {
+                let mut o = Observation::exact(BoardId::B, *ts, &b0, 0.0);
+                o.set_square(d5, faint).unwrap();
+                ev.extend(t.observe(&o));
+                *ts += 100;
+            }
+        };
+        seen_b(&mut t, &mut ts, &mut ev, 4);
+        // A calms down: the capture is decided.
+        ev.extend(feed(&mut t, BoardId::A, &a1, 4, 0.0, &mut ts));
+        seen_b(&mut t, &mut ts, &mut ev, 4);
+        ev
+    }
+
+    #[test]
+    fn a_drop_pressed_before_its_capture_is_decided_keeps_its_press() {
+        let ev = knight_dropped_before_its_capture_is_decided(windowed_cfg());
+        assert_eq!(moves(&ev), ["b5c6", "N@d5"], "{ev:?}");
+        // Off: B is decided unchanged while A is busy, its press forgotten.
+        let off = TrackerConfig {
+            await_partner_ms: 0,
+            ..windowed_cfg()
+        };
+        let ev = knight_dropped_before_its_capture_is_decided(off);
+        assert_eq!(moves(&ev), ["b5c6"], "{ev:?}");
     }
 
     #[test]
