@@ -323,6 +323,9 @@ pub struct SquaresArgs {
     /// Samples per class averaged into its similarity.
     #[arg(long)]
     neighbours: Option<usize>,
+    /// The same for a square's embedding vote beside the features (descriptor `both`).
+    #[arg(long)]
+    embedding_neighbours: Option<usize>,
     /// Fit --mix and --temperature per session on the adapt rows (leave-one-out) instead of
     /// using them as given.
     #[arg(long)]
@@ -353,6 +356,9 @@ pub fn eval_squares(args: SquaresArgs) -> anyhow::Result<()> {
     config.mix = args.mix.unwrap_or(config.mix);
     config.temperature = args.temperature.unwrap_or(config.temperature);
     config.neighbours = args.neighbours.unwrap_or(config.neighbours);
+    config.embedding_neighbours = args
+        .embedding_neighbours
+        .unwrap_or(config.embedding_neighbours);
     config.fit_mixture = args.fit;
     config.mirror = args.mirror.unwrap_or(config.mirror);
     config.descriptor = args.descriptor.unwrap_or(config.descriptor);

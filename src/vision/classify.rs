@@ -11,10 +11,11 @@
 //! `p = (1 − mix) · p_net + mix · p_knn`, where `p_knn` is a softmax over the classes present in
 //! the bank of `s_c / temperature`, `s_c` being the mean cosine similarity of the `neighbours`
 //! most similar bank samples of class `c` (the start position supplies all 13). A square's
-//! `p_knn` is by default the mean of that vote over the embeddings and the same vote over the
-//! feature maps after the table's within-class whitening ([`super::whiten`], fitted on the start
-//! position), which leaves out the sample of the square itself ([`Descriptor`]). Every term is a
-//! distribution, so the result is one.
+//! `p_knn` is by default the mean of that vote over the embeddings (there averaging the
+//! `embedding_neighbours` most similar) and the same vote over the feature maps after the
+//! table's within-class whitening ([`super::whiten`], fitted on the start position), which leaves
+//! out the sample of the square itself ([`Descriptor`]). Every term is a distribution, so the
+//! result is one.
 //!
 //! Invariants: the bank holds at most `bank_per_class` samples per class (one class can never
 //! drown the others) and at most one sample per (square, class) when samples come with a square
@@ -175,8 +176,14 @@ pub struct ClassifierConfig {
     pub mix: f32,
     /// Softmax temperature over the embedding's cosine similarities (smaller = sharper).
     pub temperature: f32,
-    /// How many of a class's most similar samples are averaged into its similarity.
+    /// How many of a class's most similar samples are averaged into its similarity (the
+    /// feature vote, pocket windows, and squares when they vote by the embedding alone).
     pub neighbours: usize,
+    /// With `descriptor = both`, the same for a square's embedding vote. With two, no single
+    /// sample (such as the one banked from the square itself before its piece moved) decides
+    /// that vote alone: the chain's changed squares read better, its static ones a little worse
+    /// (`docs/classifier.md`, "Two neighbours for a square's embedding vote").
+    pub embedding_neighbours: usize,
     /// Bank capacity per class.
     pub bank_per_class: usize,
     /// What the squares' k-NN vote compares ([`Descriptor`]). Pocket windows always compare
@@ -246,6 +253,7 @@ impl Default for ClassifierConfig {
             mix: 0.9,
             temperature: 0.02,
             neighbours: 1,
+            embedding_neighbours: 2,
             bank_per_class: 64,
             descriptor: Descriptor::Both,
             feature_temperature: 0.03,
@@ -272,6 +280,9 @@ impl ClassifierConfig {
         }
         if self.neighbours == 0 || self.neighbours > 64 {
             return bad("neighbours must be 1..=64");
+        }
+        if self.embedding_neighbours == 0 || self.embedding_neighbours > 64 {
+            return bad("embedding_neighbours must be 1..=64");
         }
         if self.bank_per_class == 0 || self.bank_per_class > 4096 {
             return bad("bank_per_class must be 1..=4096");
@@ -1239,10 +1250,11 @@ impl SquareClassifier {
             out.copy_from_slice(&self.network);
             return;
         }
-        let (mix, inv_t, k) = (
+        let (mix, inv_t, k, k_embedding) = (
             self.config.mix,
             1.0 / self.config.temperature,
             self.config.neighbours,
+            self.config.embedding_neighbours,
         );
         let (dim, fdim) = (self.dim, self.fdim);
         let with_features = fdim > 0 && descriptors.data.len() >= n * fdim;
@@ -1295,7 +1307,8 @@ impl SquareClassifier {
                 if knn_softmax(&fscore, inv_ft, &mut knn) {
                     if both {
                         let mut e = [0.0; C];
-                        if knn_softmax(&bank.scores(q, inverse_norm(q), k, None), inv_t, &mut e) {
+                        let scores = bank.scores(q, inverse_norm(q), k_embedding, None);
+                        if knn_softmax(&scores, inv_t, &mut e) {
                             knn.iter_mut().zip(e).for_each(|(p, x)| *p = 0.5 * (*p + x));
                         }
                     }
@@ -1769,6 +1782,10 @@ mod tests {
                 ..Default::default()
             },
             ClassifierConfig {
+                embedding_neighbours: 65,
+                ..Default::default()
+            },
+            ClassifierConfig {
                 bank_per_class: 0,
                 ..Default::default()
             },
@@ -2166,19 +2183,24 @@ mod tests {
         assert!(plain[3] > plain[0]);
     }
 
+    /// Both boards' start position as solid patches: per class its own colour, the blue
+    /// varied from square to square by `step` above `base`.
+    fn start_colours(step: u8, base: u8) -> Vec<[u8; 3]> {
+        let start = start_labels();
+        (0..128)
+            .map(|i| {
+                let class = start[i % 64].index() as u8;
+                [20 * class, 200 - 10 * class, (i % 7) as u8 * step + base]
+            })
+            .collect()
+    }
+
     /// The start position fits the table's whitening of the features; with features alone the
     /// vote then reads a patch like the start square it matches, and `shrinkage = 1` or the
     /// embedding alone fit none.
     #[test]
     fn the_start_position_fits_the_whitening_the_feature_vote_uses() {
-        let start = start_labels();
-        // Per class its own colour, varied a little from square to square.
-        let colours: Vec<[u8; 3]> = (0..128)
-            .map(|i| {
-                let class = start[i % 64].index() as u8;
-                [20 * class, 200 - 10 * class, (i % 7) as u8 * 3 + 60]
-            })
-            .collect();
+        let colours = start_colours(3, 60);
         let crops = crops_of(&colours);
         // The fixture network reads green as a white pawn: the vote alone decides here.
         let features = ClassifierConfig {
@@ -2219,6 +2241,42 @@ mod tests {
         // Forgetting the table forgets its whitening.
         c.clear_bank();
         assert!(c.whitening().is_none());
+    }
+
+    /// `embedding_neighbours` changes what a square reads and leaves a pocket window showing the
+    /// same patch as it was.
+    #[test]
+    fn a_squares_embedding_vote_averages_its_own_neighbours_and_windows_keep_one() {
+        let colours = start_colours(9, 40);
+        // The same patch on square 20 (empty at the start) and in one pocket window after it.
+        let mut query = colours.clone();
+        query[20] = [30, 170, 90];
+        query.push([30, 170, 90]);
+        let read = |embedding_neighbours| {
+            let config = ClassifierConfig {
+                embedding_neighbours,
+                mix: 1.0,
+                ..ClassifierConfig::default()
+            };
+            let mut c = SquareClassifier::from_path(&fixture(), &config).unwrap();
+            c.adapt_start(&crops_of(&colours)).unwrap();
+            let mut out = Vec::new();
+            c.classify(&crops_of(&query), &mut out).unwrap();
+            (out[20], out[128])
+        };
+        let (square_one, window_one) = read(1);
+        let (square_two, window_two) = read(2);
+        let moved = |a: &[f32; 13], b: &[f32; 13]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f32::max)
+        };
+        assert!(
+            moved(&square_one, &square_two) > 1e-4,
+            "{square_one:?} {square_two:?}"
+        );
+        assert_eq!(window_one, window_two);
     }
 
     #[test]

@@ -397,6 +397,7 @@ pub struct SquaresReport {
     pub mix: f32,
     pub temperature: f32,
     pub neighbours: usize,
+    pub embedding_neighbours: usize,
     pub fit_mixture: bool,
 }
 
@@ -513,6 +514,7 @@ pub fn evaluate_squares(
         mix: cfg.mix,
         temperature: cfg.temperature,
         neighbours: cfg.neighbours,
+        embedding_neighbours: cfg.embedding_neighbours,
         fit_mixture: cfg.fit_mixture,
     })
 }
