@@ -431,8 +431,9 @@ pub fn eval_games_cmd(args: EvalGamesArgs) -> anyhow::Result<()> {
             p.seen_occupied
         );
         println!(
-            "  latency: worst game's p99 {:.1} ms, median of the games' p50 {:.2} ms",
-            s.latency_p99_worst_ms, s.latency_p50_median_ms
+            "  latency: worst game's p99 {:.1} ms, median of the games' p50 {:.2} ms, p99 of all \
+             move events {:.1} ms",
+            s.latency_p99_worst_ms, s.latency_p50_median_ms, s.latency_p99_pooled_ms
         );
     }
     if !failed.is_empty() {

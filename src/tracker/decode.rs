@@ -511,6 +511,17 @@ impl Evidence {
     }
 }
 
+/// The buffers one part of a depth's expansion reuses from node to node.
+#[derive(Default)]
+struct Scratch {
+    replies: crate::engine::MoveList,
+    plausible: Vec<f32>,
+}
+
+/// The fewest frontier nodes whose replies are scored on more than one thread (a thread costs
+/// tens of microseconds; a node's replies a few).
+const PARALLEL_MIN_FRONTIER: usize = 8;
+
 /// A child of a node, scored but not yet materialised.
 #[derive(Clone, Copy)]
 struct Candidate {
@@ -763,6 +774,51 @@ impl<'a> Decoder<'a> {
         moves.iter().position(|&x| x == m).map_or(0.0, |i| all[i])
     }
 
+    /// Scores every legal reply of `node` (frontier node `parent`; the move at `depth` of its
+    /// chain) into `out`, in move-generation order, without the depth's prior.
+    #[allow(clippy::too_many_arguments)]
+    fn replies(
+        &self,
+        ll: &LogLik,
+        ev: &Evidence,
+        depth: usize,
+        parent: usize,
+        node: &Node,
+        scratch: &mut Scratch,
+        out: &mut Vec<Candidate>,
+    ) {
+        let Scratch { replies, plausible } = scratch;
+        replies.clear();
+        node.pos.legal_moves_into(self.variant, replies);
+        self.plausibilities(&node.pos, replies, depth, ev, plausible);
+        for (ri, &m) in replies.iter().enumerate() {
+            if node.seq.undoes(m) {
+                continue;
+            }
+            let changes = match effects(&node.pos, m) {
+                Some(c) => c,
+                None => {
+                    let mut grand = node.pos.clone();
+                    grand.play(m, self.variant);
+                    diff(&node.pos, &grand)
+                }
+            };
+            let (score, fp) = self.extend(ll, node, &changes);
+            let (pd, pfp) = self.pocket_term(ev, node, m);
+            let (td, shown, last_t) = self.transient_term(ev, node.shown, node.last_t, &changes);
+            let vd = self.view_term(ev, depth, &node.classes, &changes);
+            out.push(Candidate {
+                parent: parent as u32,
+                mv: m,
+                score: score + pd + td + vd + promotion_prior(m) + plausible[ri],
+                plaus: node.plaus + plausible[ri],
+                fp: fp.wrapping_add(pfp),
+                shown,
+                last_t,
+            });
+        }
+    }
+
     /// Decodes `ll` (this board) with `other` (the partner board's latest reading, used to tell
     /// apart which piece a steal promotion took). `other_busy`: the partner board has an undecided
     /// change, so a drop of a piece not yet in the pocket may be a piece in transit.
@@ -902,52 +958,50 @@ impl<'a> Decoder<'a> {
             .filter_map(|s| Some((s.as_slice(), self.grow(ll, ev, &root, s[0])?)))
             .collect();
         let mut candidates: Vec<Candidate> = Vec::new();
-        let mut replies = crate::engine::MoveList::new();
+        let mut scratch = Scratch::default();
+        let threads = (self.cfg.decode_threads as usize).max(1);
         for depth in 2..=max_len {
             candidates.clear();
             let prior = self.cfg.prior_move + (depth - 1) as f32 * self.cfg.prior_extra_move;
-            for (pi, node) in frontier.iter().enumerate() {
-                replies.clear();
-                node.pos.legal_moves_into(self.variant, &mut replies);
-                self.plausibilities(&node.pos, &replies, depth, ev, &mut plausible);
-                for (ri, &m) in replies.iter().enumerate() {
-                    if node.seq.undoes(m) {
-                        continue;
+            // The frontier's replies are scored in parts (on other threads when it is wide),
+            // then offered in the frontier's order, so the outcome is the same in any number of
+            // parts.
+            if threads > 1 && frontier.len() >= PARALLEL_MIN_FRONTIER {
+                let part = frontier.len().div_ceil(threads);
+                let mut rest: Vec<Vec<Candidate>> = vec![Vec::new(); threads - 1];
+                std::thread::scope(|scope| {
+                    for (k, out) in rest.iter_mut().enumerate() {
+                        let nodes = &frontier;
+                        let (from, to) = ((k + 1) * part, ((k + 2) * part).min(nodes.len()));
+                        scope.spawn(move || {
+                            let mut scratch = Scratch::default();
+                            for (pi, node) in nodes.iter().enumerate().take(to).skip(from) {
+                                self.replies(ll, ev, depth, pi, node, &mut scratch, out);
+                            }
+                        });
                     }
-                    let changes = match effects(&node.pos, m) {
-                        Some(c) => c,
-                        None => {
-                            let mut grand = node.pos.clone();
-                            grand.play(m, self.variant);
-                            diff(&node.pos, &grand)
-                        }
-                    };
-                    let (score, fp) = self.extend(ll, node, &changes);
-                    let (pd, pfp) = self.pocket_term(ev, node, m);
-                    let (td, shown, last_t) =
-                        self.transient_term(ev, node.shown, node.last_t, &changes);
-                    let vd = self.view_term(ev, depth, &node.classes, &changes);
-                    let score = score + pd + td + vd + promotion_prior(m) + plausible[ri];
-                    let fp = fp.wrapping_add(pfp);
-                    let plaus = node.plaus + plausible[ri];
-                    top.offer_with(
-                        score + prior,
-                        plaus,
-                        fp,
-                        HypothesisKind::Sequence,
-                        (node.seq.len + 1).min(MAX_SEQUENCE),
-                        || node.seq.push(m),
-                    );
-                    candidates.push(Candidate {
-                        parent: pi as u32,
-                        mv: m,
-                        score,
-                        plaus,
-                        fp,
-                        shown,
-                        last_t,
-                    });
+                    for (pi, node) in frontier.iter().enumerate().take(part) {
+                        self.replies(ll, ev, depth, pi, node, &mut scratch, &mut candidates);
+                    }
+                });
+                for out in rest {
+                    candidates.extend(out);
                 }
+            } else {
+                for (pi, node) in frontier.iter().enumerate() {
+                    self.replies(ll, ev, depth, pi, node, &mut scratch, &mut candidates);
+                }
+            }
+            for c in &candidates {
+                let node = &frontier[c.parent as usize];
+                top.offer_with(
+                    c.score + prior,
+                    c.plaus,
+                    c.fp,
+                    HypothesisKind::Sequence,
+                    (node.seq.len + 1).min(MAX_SEQUENCE),
+                    || node.seq.push(c.mv),
+                );
             }
             if depth == max_len || candidates.is_empty() {
                 break;
@@ -1865,6 +1919,51 @@ mod tests {
         assert_ne!(decode(&ev), chain, "the narrow beam alone finds it");
         ev.carried = vec![self::chain(t.board(BoardId::A), &chain[..2])];
         assert_eq!(decode(&ev), chain);
+    }
+
+    #[test]
+    fn a_search_scored_on_several_threads_decides_as_on_one() {
+        // A busy view: a five-move chain under noise that leaves many chains close, so a part
+        // of a depth lost, scored twice or offered out of order would change the best, the
+        // runner-up, their scores or the count.
+        let t = Table::from_fen(
+            "rnbqkbnr/ppp2ppp/4p3/3p4/3P4/4P3/PPP2PPP/RNBQKBNR[PNb] w KQkq - 0 1 | \
+             rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        )
+        .unwrap();
+        let base = TrackerConfig::default();
+        let exact = exact_view(&t, &["P@e5", "f8b4", "c1d2", "b4d2", "b1d2"], &base);
+        let mut logs = exact.ll;
+        let mut x = 7u64;
+        for l in logs.iter_mut().flatten() {
+            x = mix(x);
+            *l += (x % 1000) as f32 / 250.0 - 2.0;
+        }
+        let ev = Evidence {
+            presses: Some(5),
+            ..Evidence::default()
+        };
+        let v = Variant::default();
+        // The exact view too: chains to one placement tie there, and the order they are
+        // offered in picks the one reported.
+        for ll in [LogLik::from_logs(logs), exact] {
+            let decode = |threads| {
+                let cfg = TrackerConfig {
+                    decode_threads: threads,
+                    ..base.clone()
+                };
+                Decoder::new(&t, BoardId::A, &v, &cfg).decode(&ll, None, false, &ev)
+            };
+            let outcome = |d: &Decoded| {
+                let h = |h: &Hypothesis| (ucis(&h.moves), h.score.to_bits());
+                (h(&d.best), d.runner_up.as_ref().map(h), d.considered)
+            };
+            let one = outcome(&decode(1));
+            assert!(one.0.0.len() >= 3, "a chain, not {:?}", one.0.0);
+            for threads in [2, 3, 5] {
+                assert_eq!(outcome(&decode(threads)), one, "{threads} threads");
+            }
+        }
     }
 
     #[test]

@@ -453,6 +453,9 @@ pub struct TrackerConfig {
     pub max_moves_per_observation: u32,
     /// Sequences kept per depth beyond two moves.
     pub beam_width: u32,
+    /// Threads that score a search depth's replies together (1 = the tracker's own thread
+    /// only). The outcome is the same for any count; a busy view's long chains decode faster.
+    pub decode_threads: u32,
     /// Bounds every wait for a stable run (ms). With a clock feed: how long after a press the
     /// tracker waits for a calm observation before it decodes the least-moving observation
     /// since the press (the first calm one is decoded at once); the window then starts again
@@ -578,6 +581,7 @@ impl Default for TrackerConfig {
             pocket_glimpses: 3,
             max_moves_per_observation: 12,
             beam_width: 48,
+            decode_threads: 2,
             stall_window_ms: 1000,
             tentative_residue_squares: 1,
             persistent_residue_decisions: 3,
@@ -667,6 +671,9 @@ impl TrackerConfig {
         }
         if self.beam_width == 0 {
             return bad("beam_width must be at least 1");
+        }
+        if self.decode_threads == 0 || self.decode_threads > 64 {
+            return bad("decode_threads must be in 1..=64");
         }
         if !(self.rewind_nats.is_finite() && self.rewind_nats >= 0.0) {
             return bad("rewind_nats must be a non-negative number (0 = off)");
