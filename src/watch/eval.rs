@@ -1214,7 +1214,7 @@ mod tests {
     #[test]
     fn pooled_latency_is_the_p99_of_every_move_event_not_the_slowest_game() {
         // Two games of 50 events: one slow event in the first sets its p99 (its slowest, as
-        // in any game under 100 events); pooled over 100 events it is past the 99th percentile.
+        // in any game of at most 50 events); pooled over 100 it is past the 99th percentile.
         let mut s = GamesSummary::default();
         let mut first: Vec<f64> = (10..59).map(f64::from).collect();
         first.push(80.0);
