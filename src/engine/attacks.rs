@@ -287,7 +287,8 @@ impl Occupancies {
         true
     }
 
-    /// The magic for `magic`, its slice appended to `table`; `None` if it collides.
+    /// The lookup entry for multiplier `magic`, its slice appended to `table`; `None` (and
+    /// `table` as it was) if two occupancies with different attacks collide under it.
     fn place(&self, magic: u64, table: &mut Vec<u64>) -> Option<Magic> {
         let offset = table.len();
         let size = 1usize << self.bits;
