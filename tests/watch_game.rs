@@ -4,6 +4,7 @@
 //! The truth oracle reader (`--reader truth`) isolates calibration, motion detection and tracking
 //! from the classifier; the figures asserted are what those stages must reach on this game.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
@@ -159,10 +160,9 @@ fn motion_is_never_calm_while_a_hand_hides_squares() {
     );
 }
 
-#[test]
-fn watch_prints_the_moves_as_json_lines() {
-    let dir = tempfile::tempdir().unwrap();
-    let cal = dir.path().join("sim.toml");
+/// Calibrates from the fixture's first frame into `dir`; returns the calibration file.
+fn calibrate_fixture(dir: &Path) -> PathBuf {
+    let cal = dir.join("sim.toml");
     let out = tandem(&[
         "calibrate",
         "fixtures/sim-game/frames/000000.jpg",
@@ -176,16 +176,22 @@ fn watch_prints_the_moves_as_json_lines() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    cal
+}
+
+/// `tandem watch --json` on the simulated game in `game` with the truth reader and its clock
+/// feed; the events it printed.
+fn watch_events(game: &Path, cal: &Path) -> Vec<serde_json::Value> {
     let out = tandem(&[
         "watch",
         "--source",
-        "fixtures/sim-game",
+        game.to_str().unwrap(),
         "--calibration",
         cal.to_str().unwrap(),
         "--rules",
         "fics",
         "--clock",
-        "fixtures/sim-game/clock.jsonl",
+        game.join("clock.jsonl").to_str().unwrap(),
         "--reader",
         "truth",
         "--json",
@@ -195,11 +201,18 @@ fn watch_prints_the_moves_as_json_lines() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let events: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+    String::from_utf8(out.stdout)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).expect("each line is a JSON event"))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn watch_prints_the_moves_as_json_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let cal = calibrate_fixture(dir.path());
+    let events = watch_events(Path::new("fixtures/sim-game"), &cal);
     let moves: Vec<&serde_json::Value> = events.iter().filter(|e| e["type"] == "move").collect();
     assert_eq!(moves.len(), 31);
     assert_eq!(moves[0]["table"], "sim");
@@ -215,16 +228,7 @@ fn watch_prints_the_moves_as_json_lines() {
 #[test]
 fn watch_fails_cleanly_without_a_camera_or_frames() {
     let dir = tempfile::tempdir().unwrap();
-    let cal = dir.path().join("sim.toml");
-    let out = tandem(&[
-        "calibrate",
-        "fixtures/sim-game/frames/000000.jpg",
-        "--table",
-        "sim",
-        "--out",
-        cal.to_str().unwrap(),
-    ]);
-    assert!(out.status.success());
+    let cal = calibrate_fixture(dir.path());
     for source in ["camera:97", dir.path().to_str().unwrap()] {
         let out = tandem(&[
             "watch",
@@ -243,6 +247,39 @@ fn watch_fails_cleanly_without_a_camera_or_frames() {
         assert_eq!(err.lines().count(), 1, "one clear line: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+}
+
+#[test]
+fn a_frame_cut_short_is_skipped_with_a_status_and_the_watch_goes_on() {
+    // Frame 50 (5 s into the game) cut to half its bytes, as a file still being written: the
+    // `image` crate would decode it with grey rows; the watch skips it and says so.
+    let dir = tempfile::tempdir().unwrap();
+    let game = dir.path().join("game");
+    std::fs::create_dir_all(game.join("frames")).unwrap();
+    for entry in std::fs::read_dir("fixtures/sim-game").unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), game.join(entry.file_name())).unwrap();
+        }
+    }
+    for entry in std::fs::read_dir("fixtures/sim-game/frames").unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), game.join("frames").join(entry.file_name())).unwrap();
+    }
+    let cut = game.join("frames/000050.jpg");
+    let bytes = std::fs::read(&cut).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let cal = calibrate_fixture(dir.path());
+    let events = watch_events(&game, &cal);
+    let statuses: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e["type"] == "status").collect();
+    assert_eq!(statuses.len(), 1, "{statuses:?}");
+    assert_eq!(statuses[0]["state"], "frame_unreadable");
+    assert_eq!(statuses[0]["ts"], 5000);
+    let detail = statuses[0]["detail"].as_str().unwrap();
+    assert!(detail.contains("cut short"), "{detail}");
+    // The frames after it are watched: every move is still seen.
+    assert_eq!(events.iter().filter(|e| e["type"] == "move").count(), 31);
 }
 
 #[test]

@@ -83,9 +83,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .frames
         .first()
         .context("the recording has no frames")?;
-    let frame = image::open(&first.path)
-        .with_context(|| format!("reading {}", first.path.display()))?
-        .to_rgb8();
+    let frame = tandem_monitor::vision::load_frame(&first.path)
+        .with_context(|| format!("reading {}", first.path.display()))?;
     let cal = Calibration::detect(&frame, TABLE, &CalibrationConfig::default())
         .context("calibrating from the first frame")?;
     let cal_path = run_dir.join("calibration").join(format!("{TABLE}.toml"));

@@ -42,9 +42,8 @@ pub fn calibrate(args: CalibrateArgs) -> anyhow::Result<()> {
     {
         anyhow::bail!("--table must be letters, digits, '-' or '_' (it names the file)");
     }
-    let frame = image::open(&args.frame)
-        .with_context(|| format!("reading {}", args.frame.display()))?
-        .to_rgb8();
+    let frame = tandem_monitor::vision::load_frame(&args.frame)
+        .with_context(|| format!("reading {}", args.frame.display()))?;
     let config = CalibrationConfig::default();
     let cal = match &args.corners {
         Some(text) => {
@@ -145,9 +144,8 @@ pub struct ClassifyArgs {
 }
 
 fn read_frame(path: &std::path::Path) -> anyhow::Result<image::RgbImage> {
-    Ok(image::open(path)
-        .with_context(|| format!("cannot read image {}", path.display()))?
-        .to_rgb8())
+    tandem_monitor::vision::load_frame(path)
+        .with_context(|| format!("cannot read image {}", path.display()))
 }
 
 fn reader_config(

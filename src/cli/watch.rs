@@ -228,15 +228,24 @@ fn watch_camera(
     let tracker = new_tracker(&cal.table, rules, cfg)?;
     let mut watcher = Watcher::new(cal, reader, tracker, cfg)?;
     let start = std::time::Instant::now();
+    // Whether the frame before was undecodable: one status per run of such frames.
+    let mut failing = false;
     loop {
         let buffer = camera
             .frame()
             .with_context(|| format!("camera /dev/video{device} stopped"))?;
-        let img = buffer
-            .decode_image::<nokhwa::pixel_format::RgbFormat>()
-            .with_context(|| format!("camera /dev/video{device}: undecodable frame"))?;
         let ts = start.elapsed().as_millis() as u64;
-        let (events, _) = watcher.frame(&img, ts)?;
+        let events = match buffer.decode_image::<nokhwa::pixel_format::RgbFormat>() {
+            Ok(img) => {
+                failing = false;
+                watcher.frame(&img, ts)?.0
+            }
+            Err(_) if failing => continue,
+            Err(e) => {
+                failing = true;
+                vec![watcher.unreadable_frame(ts, format!("camera /dev/video{device}: {e}"))]
+            }
+        };
         for e in &events {
             print_event(e, json)?;
         }

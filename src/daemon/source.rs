@@ -418,7 +418,10 @@ pub fn run_folder(config: &FolderConfig, ctx: &SourceContext) {
         let bytes = match std::fs::read(&file.path) {
             Ok(b) => b,
             Err(e) => {
-                ctx.notice("frame_unreadable", format!("{}: {e}", file.path.display()));
+                ctx.notice(
+                    crate::watch::FRAME_UNREADABLE,
+                    format!("{}: {e}", file.path.display()),
+                );
                 continue;
             }
         };

@@ -294,10 +294,13 @@ impl WatchLoop {
             return;
         };
         let ts = frame.ts_ms.max(0) as u64;
-        let image = match image::load_from_memory(&frame.bytes) {
-            Ok(i) => i.to_rgb8(),
+        let image = match crate::vision::decode_frame(&frame.bytes) {
+            Ok(i) => i,
             Err(e) => {
-                self.problem("frame_unreadable", format!("frame at {ts} ms: {e}"));
+                self.problem(
+                    crate::watch::FRAME_UNREADABLE,
+                    format!("frame at {ts} ms: {e}"),
+                );
                 return;
             }
         };

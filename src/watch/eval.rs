@@ -32,9 +32,7 @@ use super::{
 
 /// Loads and decodes one frame.
 pub fn load_frame(path: &Path) -> Result<RgbImage, WatchError> {
-    Ok(image::open(path)
-        .map_err(|e| WatchError::file(path, e))?
-        .to_rgb8())
+    crate::vision::load_frame(path).map_err(|e| WatchError::file(path, e))
 }
 
 /// How the calibration of an evaluated game was obtained.
@@ -150,7 +148,7 @@ pub fn watch_frames(
     };
     for f in frames {
         let t = Instant::now();
-        let img = load_frame(&f.path)?;
+        let img = load_frame(&f.path);
         decode.push(t.elapsed().as_secs_f64() * 1000.0);
         if let Some(clock) = clock.as_mut() {
             let due: Vec<ClockPress> = clock.due(f.ts).to_vec();
@@ -160,9 +158,15 @@ pub fn watch_frames(
             }
         }
         let t = Instant::now();
-        let (events, st) = watcher.frame(&img, f.ts)?;
-        emit(events, t)?;
-        stats.push(st);
+        match img {
+            Ok(img) => {
+                let (events, st) = watcher.frame(&img, f.ts)?;
+                emit(events, t)?;
+                stats.push(st);
+            }
+            // Skipped with a status event; the watch goes on with the next frame.
+            Err(e) => emit(vec![watcher.unreadable_frame(f.ts, e.to_string())], t)?,
+        }
     }
     let t = Instant::now();
     emit(watcher.finish(), t)?;

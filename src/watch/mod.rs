@@ -30,6 +30,10 @@ use crate::vision::motion::{MotionConfig, MotionCues, MotionDetector, MotionErro
 use crate::vision::{Calibration, OcclusionMap};
 
 pub use drift::{CalibrationWatch, DriftConfig, DriftReport};
+
+/// The `status` state of a frame that could not be read (missing, cut short, not an image):
+/// it is skipped, and the watch goes on with the next frame.
+pub const FRAME_UNREADABLE: &str = "frame_unreadable";
 pub use frames::{ClockFeed, ClockPress, FrameFile, list_frames};
 pub use onnx::OnnxReader;
 pub use simgame::{SimGameDir, TruthReader};
@@ -445,6 +449,16 @@ impl Watcher {
         }
         self.reader.recalibrate(&old)?;
         Ok(None)
+    }
+
+    /// A `status` event [`FRAME_UNREADABLE`]: the frame taken at `ts` could not be decoded
+    /// (`detail` says why) and was skipped.
+    pub fn unreadable_frame(&mut self, ts: u64, detail: String) -> Event {
+        let body = EventBody::Status {
+            state: FRAME_UNREADABLE.to_string(),
+            detail,
+        };
+        self.tracker.notice(ts, None, body)
     }
 
     /// A `status` event of the calibration watch (`state` one of [`drift::STATUS_STATES`]).
