@@ -3,8 +3,8 @@
 //! The `image` crate decodes a JPEG that was cut short (a frame file still being written, a
 //! network camera's dropped packets) without an error: the rows it never received come out
 //! grey. Such a frame is not a picture of the table: its grey part reads as empty squares and
-//! as a moved camera. So a JPEG counts as a frame only when it ends with its end-of-image
-//! marker; PNG's decoder already refuses a cut file.
+//! as a moved camera. So a JPEG counts as a frame only when its scan data reaches its
+//! end-of-image marker; PNG's decoder already refuses a cut file.
 
 use std::path::{Path, PathBuf};
 
@@ -20,7 +20,7 @@ pub enum FrameError {
         #[source]
         source: std::io::Error,
     },
-    #[error("the JPEG is cut short: {bytes} bytes without its end-of-image marker")]
+    #[error("the JPEG is cut short: {bytes} bytes, and no end-of-image marker after its scan")]
     Truncated { bytes: usize },
     #[error("undecodable image: {0}")]
     Undecodable(#[from] image::ImageError),
@@ -44,11 +44,64 @@ pub fn load_frame(path: &Path) -> Result<RgbImage, FrameError> {
     decode_frame(&bytes)
 }
 
-/// Whether a JPEG ends with the end-of-image marker `FF D9`, after any zero bytes some
-/// encoders pad the file with.
+/// Whether a JPEG's last scan reaches the end-of-image marker `FF D9`. The segments are
+/// walked by their lengths, so a marker inside one (an EXIF thumbnail's) does not count; in the
+/// scan data a marker is `FF` followed by anything but `00` (a stuffed byte), `FF` (fill) or a
+/// restart marker. Bytes after the marker (padding, a camera's trailer) are allowed.
 fn jpeg_is_whole(bytes: &[u8]) -> bool {
-    let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-    end >= 4 && bytes[end - 2..end] == [0xFF, 0xD9]
+    const SOS: u8 = 0xDA;
+    const EOI: u8 = 0xD9;
+    let standalone = |m: u8| m == 0x01 || (0xD0..=0xD7).contains(&m);
+    if !bytes.starts_with(&[0xFF, 0xD8]) {
+        return false;
+    }
+    let mut i = 2;
+    loop {
+        // A marker: FF (any fill bytes) and its code.
+        if bytes.get(i) != Some(&0xFF) {
+            return false;
+        }
+        while bytes.get(i) == Some(&0xFF) {
+            i += 1;
+        }
+        let Some(&marker) = bytes.get(i) else {
+            return false;
+        };
+        i += 1;
+        if marker == EOI {
+            return true;
+        }
+        if standalone(marker) {
+            continue;
+        }
+        let Some(len) = bytes
+            .get(i..i + 2)
+            .map(|l| u16::from_be_bytes([l[0], l[1]]) as usize)
+        else {
+            return false;
+        };
+        if len < 2 || i + len > bytes.len() {
+            return false;
+        }
+        i += len;
+        if marker == SOS {
+            // The scan's data runs to the next marker that is not a stuffed byte, fill or a
+            // restart.
+            loop {
+                let Some(at) = bytes[i..].iter().position(|&b| b == 0xFF) else {
+                    return false;
+                };
+                i += at;
+                match bytes.get(i + 1) {
+                    None => return false,
+                    Some(0x00) => i += 2,
+                    Some(0xFF) => i += 1,
+                    Some(&m) if (0xD0..=0xD7).contains(&m) => i += 2,
+                    Some(_) => break,
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -71,10 +124,12 @@ mod tests {
         let whole = jpeg();
         let img = decode_frame(&whole).unwrap();
         assert_eq!(img.dimensions(), (64, 48));
-        // Padding after the marker is still a whole file.
-        let mut padded = whole.clone();
-        padded.extend_from_slice(&[0; 16]);
-        assert!(decode_frame(&padded).is_ok());
+        // Padding or a trailer after the marker is still a whole file.
+        for tail in [&[0u8; 16][..], b"a camera's trailer \xFF\xD8"] {
+            let mut longer = whole.clone();
+            longer.extend_from_slice(tail);
+            assert!(decode_frame(&longer).is_ok(), "{tail:?}");
+        }
         // The premise: the `image` crate alone fills the missing rows in.
         assert!(image::load_from_memory(&whole[..whole.len() / 2]).is_ok());
         for keep in [whole.len() - 2, whole.len() * 2 / 3, whole.len() / 2] {
@@ -83,6 +138,33 @@ mod tests {
                 other => panic!("{keep} of {} bytes: {other:?}", whole.len()),
             }
         }
+    }
+
+    #[test]
+    fn a_thumbnails_end_marker_inside_a_segment_does_not_make_a_cut_file_whole() {
+        // An APP1 segment right after SOI holding a thumbnail's own SOI … EOI.
+        let whole = jpeg();
+        let payload: &[u8] = &[
+            b'E', b'x', b'i', b'f', 0, 0, 0xFF, 0xD8, 1, 2, 3, 0xFF, 0xD9,
+        ];
+        let mut with_thumb = vec![0xFF, 0xD8, 0xFF, 0xE1];
+        with_thumb.extend_from_slice(&((payload.len() + 2) as u16).to_be_bytes());
+        with_thumb.extend_from_slice(payload);
+        with_thumb.extend_from_slice(&whole[2..]);
+        assert!(decode_frame(&with_thumb).is_ok());
+        // Cut right after the thumbnail's marker: the file ends in FF D9, yet its scan is missing.
+        let cut = &with_thumb[..6 + payload.len()];
+        assert!(cut.ends_with(&[0xFF, 0xD9]));
+        assert!(matches!(
+            decode_frame(cut),
+            Err(FrameError::Truncated { .. })
+        ));
+        // Cut inside the scan.
+        let half = &with_thumb[..with_thumb.len() / 2];
+        assert!(matches!(
+            decode_frame(half),
+            Err(FrameError::Truncated { .. })
+        ));
     }
 
     #[test]
