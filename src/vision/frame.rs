@@ -6,42 +6,37 @@
 //! as a moved camera. So a JPEG counts as a frame only when its scan data reaches its
 //! end-of-image marker; PNG's decoder already refuses a cut file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use image::{ImageFormat, RgbImage};
 use thiserror::Error;
 
-/// Why bytes are not a frame.
+/// Why bytes are not a frame. The messages do not name the file (callers do) and carry the
+/// underlying error's text themselves (no `source` chain, so it is not printed twice).
 #[derive(Debug, Error)]
 pub enum FrameError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{0}")]
+    Read(std::io::Error),
     #[error("the JPEG is cut short: {bytes} bytes, and no end-of-image marker after its scan")]
     Truncated { bytes: usize },
     #[error("undecodable image: {0}")]
-    Undecodable(#[from] image::ImageError),
+    Undecodable(image::ImageError),
 }
 
 /// Decodes one frame (JPEG or PNG, told apart by their signatures) into RGB.
 pub fn decode_frame(bytes: &[u8]) -> Result<RgbImage, FrameError> {
-    let format = image::guess_format(bytes)?;
+    let format = image::guess_format(bytes).map_err(FrameError::Undecodable)?;
     if format == ImageFormat::Jpeg && !jpeg_is_whole(bytes) {
         return Err(FrameError::Truncated { bytes: bytes.len() });
     }
-    Ok(image::load_from_memory_with_format(bytes, format)?.to_rgb8())
+    Ok(image::load_from_memory_with_format(bytes, format)
+        .map_err(FrameError::Undecodable)?
+        .to_rgb8())
 }
 
 /// Reads and decodes the frame file at `path` ([`decode_frame`]).
 pub fn load_frame(path: &Path) -> Result<RgbImage, FrameError> {
-    let bytes = std::fs::read(path).map_err(|source| FrameError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    decode_frame(&bytes)
+    decode_frame(&std::fs::read(path).map_err(FrameError::Read)?)
 }
 
 /// Whether a JPEG's last scan reaches the end-of-image marker `FF D9`. The segments are
@@ -181,6 +176,6 @@ mod tests {
         assert!(decode_frame(&png).is_ok());
         assert!(decode_frame(&png[..png.len() - 12]).is_err());
         let missing = Path::new("/nonexistent/frame.jpg");
-        assert!(matches!(load_frame(missing), Err(FrameError::Read { .. })));
+        assert!(matches!(load_frame(missing), Err(FrameError::Read(_))));
     }
 }
