@@ -30,13 +30,13 @@ use crate::vision::motion::{MotionConfig, MotionCues, MotionDetector, MotionErro
 use crate::vision::{Calibration, OcclusionMap};
 
 pub use drift::{CalibrationWatch, DriftConfig, DriftReport};
+pub use frames::{ClockFeed, ClockPress, FrameFile, list_frames};
+pub use onnx::OnnxReader;
+pub use simgame::{SimGameDir, TruthReader};
 
 /// The `status` state of a frame that could not be read (missing, cut short, not an image):
 /// it is skipped, and the watch goes on with the next frame.
 pub const FRAME_UNREADABLE: &str = "frame_unreadable";
-pub use frames::{ClockFeed, ClockPress, FrameFile, list_frames};
-pub use onnx::OnnxReader;
-pub use simgame::{SimGameDir, TruthReader};
 
 /// Why watching failed.
 #[derive(Debug, thiserror::Error)]
