@@ -566,9 +566,14 @@ pub struct BoardFit {
 /// Weight of one X-corner (per line through it) relative to one edge sample.
 const X_WEIGHT: f64 = 4.0;
 
-fn samples_of(lin: &Gray, b: &BoardFit, lens: &Lens) -> Vec<EdgeSample> {
+/// The samples a board's homography is refined on: its interior grid lines within `cells`
+/// and its X-corners. Not the playing area's outer edge: where the squares meet the frame,
+/// a board's own frame (inlay, bevel, notation, grain) moves the edge, and in the rendered
+/// games its samples lay up to half a pixel off the truth where the interior lines lay
+/// within 0.02 px of it (`docs/vision-calibration.md`, "The outer edge").
+fn samples_of(lin: &Gray, b: &BoardFit, lens: &Lens, cells: &Cells) -> Vec<EdgeSample> {
     let anchors: Vec<Point> = b.xcorners.iter().map(|x| x.0).collect();
-    let mut s = edge_samples(lin, &b.h, lens, &BOARD_CELLS, true, &anchors);
+    let mut s = edge_samples(lin, &b.h, lens, cells, false, &anchors);
     for (bp, px) in &b.xcorners {
         for (axis, &c) in bp.iter().enumerate() {
             s.push(EdgeSample {
@@ -606,8 +611,10 @@ fn fit_all(
 pub fn refine(lin: &Gray, boards: &mut [BoardFit], lens: Lens, f2: f64) -> Lens {
     let mut lens = lens;
     for pass in 0..2 {
-        let samples: Vec<Vec<EdgeSample>> =
-            boards.iter().map(|b| samples_of(lin, b, &lens)).collect();
+        let samples: Vec<Vec<EdgeSample>> = boards
+            .iter()
+            .map(|b| samples_of(lin, b, &lens, &BOARD_CELLS))
+            .collect();
         let mut inl: Vec<Vec<bool>> = samples.iter().map(|s| vec![true; s.len()]).collect();
         let Some((hs, _)) = fit_all(&samples, boards, &mut inl, &lens, true) else {
             return lens;
@@ -649,18 +656,7 @@ pub fn refine(lin: &Gray, boards: &mut [BoardFit], lens: Lens, f2: f64) -> Lens 
 /// One line fit of a board's homography with the lens fixed, over the lines of `cells`
 /// (no outer lines) and the X-corners; `false` (homography unchanged) when it fails.
 pub fn refine_fixed_lens(lin: &Gray, b: &mut BoardFit, lens: &Lens, cells: &Cells) -> bool {
-    let anchors: Vec<Point> = b.xcorners.iter().map(|x| x.0).collect();
-    let mut s = edge_samples(lin, &b.h, lens, cells, false, &anchors);
-    for (bp, px) in &b.xcorners {
-        for (axis, &c) in bp.iter().enumerate() {
-            s.push(EdgeSample {
-                axis,
-                c,
-                p: *px,
-                weight: X_WEIGHT,
-            });
-        }
-    }
+    let s = samples_of(lin, b, lens, cells);
     let und: Vec<Point> = s.iter().map(|e| lens.undistort(e.p)).collect();
     let mut inl = vec![true; s.len()];
     match fit_lines(&s, &und, &b.h, &mut inl, true) {
@@ -684,7 +680,14 @@ mod tests {
 
     /// [`render`] with the discs on the ranks `rows`.
     fn render_with_pieces(h: &Homography, w: usize, hgt: usize, rows: &[i64]) -> Gray {
+        render_board(h, w, hgt, rows, 0.0)
+    }
+
+    /// [`render_with_pieces`] with the outermost squares reaching `overhang` squares into
+    /// the frame: the playing area's edge seen off its place, the grid lines where they are.
+    fn render_board(h: &Homography, w: usize, hgt: usize, rows: &[i64], overhang: f64) -> Gray {
         let inv = h.inverse().expect("test homography is invertible");
+        let squares = -overhang..8.0 + overhang;
         let mut data = vec![0.0f32; w * hgt];
         for y in 0..hgt {
             for x in 0..w {
@@ -696,8 +699,8 @@ mod tests {
                             y as f64 + (sy as f64 + 0.5) / 4.0 - 0.5,
                         ];
                         let b = inv.map(p);
-                        let (fu, fv) = (b[0].floor(), b[1].floor());
-                        let inside = (0.0..8.0).contains(&b[0]) && (0.0..8.0).contains(&b[1]);
+                        let (fu, fv) = (b[0].floor().clamp(0.0, 7.0), b[1].floor().clamp(0.0, 7.0));
+                        let inside = squares.contains(&b[0]) && squares.contains(&b[1]);
                         let piece = inside
                             && rows.contains(&(fv as i64))
                             && (b[0] - fu - 0.5).hypot(b[1] - fv - 0.5) < 0.3;
@@ -742,6 +745,32 @@ mod tests {
         let f2 = (0.8f64 * 400.0).powi(2);
         let lens = refine(&lin, &mut boards, lens, f2);
         assert!(lens.kappa.abs() * f2 < 0.01, "k1 {}", lens.kappa * f2);
+        for (k, t) in truth.iter().enumerate() {
+            let c = [[0.0, 0.0], [8.0, 0.0], [8.0, 8.0], [0.0, 8.0]][k];
+            let p = lens.distort(boards[0].h.map(c));
+            let err = (p[0] - t[0]).hypot(p[1] - t[1]);
+            assert!(err < 0.1, "corner {k}: {p:?} vs {t:?} ({err:.3} px)");
+        }
+    }
+
+    #[test]
+    fn the_corners_follow_the_grid_lines_not_the_playing_areas_outer_edge() {
+        // The squares reach 0.01 square (about a third of a pixel here) beyond the grid's
+        // outer lines, as the rendered games' outer edges lay off the truth: within the fit's
+        // outlier cut, so only leaving the edge out keeps the corners where the lines put them.
+        let truth = [[60.0, 260.0], [330.0, 250.0], [300.0, 62.0], [92.0, 70.0]];
+        let h_true = Homography::from_board_corners(&truth).unwrap();
+        let lin = render_board(&h_true, 400, 300, &[0, 1], 0.01);
+        let lens = Lens {
+            centre: [199.5, 149.5],
+            kappa: 0.0,
+        };
+        let mut boards = [BoardFit {
+            h: h_true,
+            xcorners: Vec::new(),
+        }];
+        let f2 = (0.8f64 * 400.0).powi(2);
+        let lens = refine(&lin, &mut boards, lens, f2);
         for (k, t) in truth.iter().enumerate() {
             let c = [[0.0, 0.0], [8.0, 0.0], [8.0, 8.0], [0.0, 8.0]][k];
             let p = lens.distort(boards[0].h.map(c));
