@@ -567,10 +567,10 @@ pub struct BoardFit {
 const X_WEIGHT: f64 = 4.0;
 
 /// The samples a board's homography is refined on: its interior grid lines within `cells`
-/// and its X-corners. Not the playing area's outer edge: where the squares meet the frame,
-/// a board's own frame (inlay, bevel, notation, grain) moves the edge, and in the rendered
-/// games its samples lay up to half a pixel off the truth where the interior lines lay
-/// within 0.02 px of it (`docs/vision-calibration.md`, "The outer edge").
+/// and its X-corners. Not the playing area's outer edge, where the squares meet the board's
+/// frame: an inlay, a bevel or printed notation can move it, and in the rendered games its
+/// samples lay up to half a pixel off the truth, the interior lines' within 0.07 px
+/// (`docs/vision-calibration.md`, "The outer edge left out of the fit").
 fn samples_of(lin: &Gray, b: &BoardFit, lens: &Lens, cells: &Cells) -> Vec<EdgeSample> {
     let anchors: Vec<Point> = b.xcorners.iter().map(|x| x.0).collect();
     let mut s = edge_samples(lin, &b.h, lens, cells, false, &anchors);
