@@ -725,6 +725,17 @@ mod tests {
         }
     }
 
+    /// Every outer corner of `fit`, distorted back through `lens`, within 0.1 px of `truth`
+    /// (a1, h1, h8, a8).
+    fn assert_corners_within_a_tenth_of_a_pixel(fit: &BoardFit, lens: &Lens, truth: &[Point; 4]) {
+        for (k, t) in truth.iter().enumerate() {
+            let c = [[0.0, 0.0], [8.0, 0.0], [8.0, 8.0], [0.0, 8.0]][k];
+            let p = lens.distort(fit.h.map(c));
+            let err = (p[0] - t[0]).hypot(p[1] - t[1]);
+            assert!(err < 0.1, "corner {k}: {p:?} vs {t:?} ({err:.3} px)");
+        }
+    }
+
     #[test]
     fn line_fit_recovers_the_corners_from_a_rough_start() {
         let truth = [[60.0, 260.0], [330.0, 250.0], [300.0, 62.0], [92.0, 70.0]];
@@ -745,12 +756,7 @@ mod tests {
         let f2 = (0.8f64 * 400.0).powi(2);
         let lens = refine(&lin, &mut boards, lens, f2);
         assert!(lens.kappa.abs() * f2 < 0.01, "k1 {}", lens.kappa * f2);
-        for (k, t) in truth.iter().enumerate() {
-            let c = [[0.0, 0.0], [8.0, 0.0], [8.0, 8.0], [0.0, 8.0]][k];
-            let p = lens.distort(boards[0].h.map(c));
-            let err = (p[0] - t[0]).hypot(p[1] - t[1]);
-            assert!(err < 0.1, "corner {k}: {p:?} vs {t:?} ({err:.3} px)");
-        }
+        assert_corners_within_a_tenth_of_a_pixel(&boards[0], &lens, &truth);
     }
 
     #[test]
@@ -771,12 +777,7 @@ mod tests {
         }];
         let f2 = (0.8f64 * 400.0).powi(2);
         let lens = refine(&lin, &mut boards, lens, f2);
-        for (k, t) in truth.iter().enumerate() {
-            let c = [[0.0, 0.0], [8.0, 0.0], [8.0, 8.0], [0.0, 8.0]][k];
-            let p = lens.distort(boards[0].h.map(c));
-            let err = (p[0] - t[0]).hypot(p[1] - t[1]);
-            assert!(err < 0.1, "corner {k}: {p:?} vs {t:?} ({err:.3} px)");
-        }
+        assert_corners_within_a_tenth_of_a_pixel(&boards[0], &lens, &truth);
     }
 
     #[test]
