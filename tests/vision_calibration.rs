@@ -300,7 +300,8 @@ fn debug_one() {
     let frame = sim::render_table(fen, &pieces, &settings(&preset, seed, w, w * 9 / 16)).unwrap();
     frame.image.save(dir.join("dbg.png")).unwrap();
     let g = tandem_monitor::vision::detect::Gray::from_rgb(&frame.image);
-    let xs = tandem_monitor::vision::detect::x_corners(&g);
+    let lin = tandem_monitor::vision::detect::lines::linear_luminance(&frame.image);
+    let xs = tandem_monitor::vision::detect::x_corners(&g, &lin);
     println!("x-corners {}", xs.len());
     let ls = tandem_monitor::vision::detect::find_lattices(
         &g,
@@ -318,7 +319,6 @@ fn debug_one() {
             l.points.first()
         );
     }
-    let lin = tandem_monitor::vision::detect::lines::linear_luminance(&frame.image);
     for b in tandem_monitor::vision::detect::find_boards(&g, &lin) {
         println!("board {:?}", b);
     }
