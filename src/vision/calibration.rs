@@ -480,9 +480,10 @@ impl Calibration {
             // Where both place the boards alike, the enlarged search's corners: of the 38 test
             // first frames both placed right, it had 27 within 2 % of a square, the frame's own
             // size 11, and choosing by `quality` (how well the lattices are confirmed) 20
-            // (`docs/vision-calibration.md`, "The enlarged search's corners"). Where they differ, the placement that shows a start
-            // position more clearly (by more than one square's worth) wins: a board placed a
-            // rank off confirms its lattice as well as the right one. Otherwise the better fit.
+            // (`docs/vision-calibration.md`, "The enlarged search's corners"). Where they
+            // differ, the placement that shows a start position more clearly (by more than one
+            // square's worth) wins: a board placed a rank off confirms its lattice as well as
+            // the right one. Otherwise the better fit.
             (Ok((n, sn)), Ok((u, su))) => Ok(if same_placement(&n, &u) {
                 u
             } else if (su - sn).abs() > 1.0 / 64.0 {

@@ -1,5 +1,5 @@
-//! Board finding: X-corners (saddle points of the smoothed linear-light luminance, confirmed by a
-//! point-symmetry test on a ring) are grown into chessboard lattices with a homography as
+//! Board finding: X-corners (saddle points of the smoothed linear-light luminance, confirmed
+//! by a point-symmetry test on a ring) are grown into chessboard lattices with a homography as
 //! the predictor; each lattice's 8×8 extent is chosen by the support of its grid lines, and
 //! the two largest boards' homographies and the lens are fitted to whole grid lines
 //! ([`lines`]), so that the outer corners are not extrapolated from a few X-corners.
@@ -142,11 +142,12 @@ pub fn x_corner_contrast(g: &Gray, p: Point, r: f64, min_contrast: f32) -> Optio
 /// smoothed image, refined by one Newton step on the gradient, confirmed by the ring test.
 ///
 /// The response and its Newton step are taken on `lin`, the frame's linear-light luminance
-/// (0..1, `lines::linear_luminance`); the ring test and the saddle refinement on `g`. A renderer,
-/// like a camera, blurs in linear light: in sRGB code values the two thin dark wedges of a
-/// junction between acute dark corners are lifted by the tone curve and the junction loses
-/// its response maximum, so on a board seen at a slant (lines crossing at 40–50°) every other
-/// junction along a line went missing ("X-corners in linear light", `docs/vision-calibration.md`).
+/// (0..1, `lines::linear_luminance`); the ring test and the saddle refinement on `g`. A
+/// renderer, like a camera, blurs in linear light: in sRGB code values the two thin dark wedges
+/// of a junction between acute dark corners are lifted by the tone curve and the junction
+/// loses its response maximum, so on a board seen at a slant (its lines crossing at 40° or so)
+/// every other junction along a line went missing (`docs/vision-calibration.md`, "X-corners in
+/// linear light").
 pub fn x_corners(g: &Gray, lin: &Gray) -> Vec<Point> {
     // In code-value units, so that the response's floor below keeps its scale.
     let lin255 = Gray {

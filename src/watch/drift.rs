@@ -43,8 +43,8 @@ pub struct DriftConfig {
     pub search_every_ms: u64,
     /// Squares of each board (of 64) that must read as the tracked position for a new
     /// calibration to be taken. A hand over a board lowers a right candidate's count (33–57 on
-    /// two bumped 640×360 games); the boards swapped reached 43 on both at most
-    /// (`docs/watch.md`, "The agreement a candidate needs").
+    /// its worse board, two bumped 640×360 games); a wrong one (a1 elsewhere, the boards
+    /// swapped) reached 43 there at most (`docs/watch.md`, "The agreement a candidate needs").
     pub min_agreement: usize,
 }
 
