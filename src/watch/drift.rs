@@ -44,7 +44,7 @@ pub struct DriftConfig {
     /// Squares of each board (of 64) that must read as the tracked position for a new
     /// calibration to be taken. A hand over a board lowers a right candidate's count (33–57 on
     /// its worse board, two bumped 640×360 games); a wrong one (a1 elsewhere, the boards
-    /// swapped) reached 43 there at most (`docs/watch.md`, "The agreement a candidate needs").
+    /// swapped) reached 44 there at most (`docs/watch.md`, "The agreement a candidate needs").
     pub min_agreement: usize,
 }
 
