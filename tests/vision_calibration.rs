@@ -4,7 +4,7 @@
 mod common;
 
 use tandem_monitor::sim::{self, CameraConfig, PieceSet, SimSettings, Truth};
-use tandem_monitor::vision::{Calibration, CalibrationConfig, CalibrationError};
+use tandem_monitor::vision::{Calibration, CalibrationConfig, CalibrationError, OrientationSource};
 
 const START: &str =
     "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR";
@@ -422,6 +422,55 @@ fn a_start_position_board_is_placed_where_its_pieces_stand() {
         let cal = Calibration::detect(&frame, "t", &CalibrationConfig::default()).unwrap();
         let worst = worst_corner_squares(&cal, &truth);
         assert!(worst < 0.05, "{set}: worst corner {worst} squares");
+    }
+}
+
+#[test]
+fn a_far_boards_pieces_turn_it_whatever_the_seating() {
+    // The first frame of the validation render `el-low-g53` (640x360, `low-side`, `elements`):
+    // board B is far from the camera, seen at a slant, with White at its far edge. At the
+    // square centres its White pieces showed their shaded bases and read as dark as Black's
+    // (the two ends differed by about 3 grey levels, below `min_piece_contrast`), so the seating
+    // convention decided; the pieces' bodies decide it now, even against a convention that
+    // does not hold at this table.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/vision/low-side-elements-white-far.jpg"
+    );
+    let frame = image::open(path).unwrap().to_rgb8();
+    let truth: [[[f64; 2]; 4]; 2] = [
+        [
+            [59.594543, 262.28577],
+            [297.552, 235.38223],
+            [267.5093, 148.51639],
+            [89.879425, 164.03311],
+        ],
+        [
+            [485.95892, 129.68994],
+            [331.6122, 142.96272],
+            [381.40674, 225.78043],
+            [578.0648, 203.01395],
+        ],
+    ];
+    for white_near in [[true, false], [true, true]] {
+        let config = CalibrationConfig {
+            white_near,
+            ..CalibrationConfig::default()
+        };
+        let cal = Calibration::detect(&frame, "t", &config).unwrap();
+        for board in &cal.boards {
+            assert_eq!(
+                board.orientation,
+                OrientationSource::PieceColours,
+                "board {} with white_near {white_near:?}",
+                board.label
+            );
+        }
+        let worst = worst_corner_squares(&cal, &truth);
+        assert!(
+            worst < 0.05,
+            "white_near {white_near:?}: worst corner {worst} squares"
+        );
     }
 }
 
