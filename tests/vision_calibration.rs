@@ -430,9 +430,9 @@ fn a_far_boards_pieces_turn_it_whatever_the_seating() {
     // The first frame of the validation render `el-low-g53` (640x360, `low-side`, `elements`):
     // board B is far from the camera, seen at a slant, with White at its far edge. At the
     // square centres its White pieces showed their shaded bases and read as dark as Black's
-    // (the two ends differed by about 3 grey levels, below `min_piece_contrast`), so the seating
-    // convention decided; the pieces' bodies decide it now, even against a convention that
-    // does not hold at this table.
+    // (the two ends differed by about 4 grey levels, below `min_piece_contrast`), so the seating
+    // convention decided; with the pieces' bodies sampled too they differ by about 38, and the
+    // pieces decide even against a convention that does not hold at this table.
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/fixtures/vision/low-side-elements-white-far.jpg"
