@@ -200,7 +200,7 @@ pub fn now_rfc3339() -> String {
 /// validation renders, board B's two ends differed by less than `min_piece_contrast` at the
 /// centres on 10 and 9 rightly placed boards (the convention decided), and by at least 43.6
 /// and 37.9 grey levels with the lifted samples added. Lifts of 0.3–0.8 all separated the ends
-/// on the five frames first looked at.
+/// on the four rightly placed boards B of the five frames first looked at.
 const PIECE_BODY_LIFT: f64 = 0.35;
 
 /// Signed piece brightness on two rows of squares: the luminance at each square centre and
