@@ -237,15 +237,10 @@ fn piece_score(g: &Gray, h: &Homography, rows: [usize; 2], rows_are_v: bool) -> 
             let p = at(a, r);
             let [u, v] = uv(a, r);
             let quad = [[u, v], [u + 1.0, v], [u + 1.0, v + 1.0], [u, v + 1.0]].map(|c| h.map(c));
-            let area = (0..4)
-                .map(|k| {
-                    let (s, t) = (quad[k], quad[(k + 1) % 4]);
-                    s[0] * t[1] - t[0] * s[1]
-                })
-                .sum::<f64>()
-                .abs()
-                * 0.5;
-            let body = [p[0], p[1] - PIECE_BODY_LIFT * area.sqrt()];
+            let body = [
+                p[0],
+                p[1] - PIECE_BODY_LIFT * signed_area(&quad).abs().sqrt(),
+            ];
             for q in [p, body] {
                 if g.contains(q, 0.0) {
                     sum += g.sample(q) as f64 - expected[parity(a, r)];
