@@ -503,11 +503,19 @@ pub struct TrackerConfig {
     /// view by at least `rewind_nats` more than the tracked one's best (an illegal best also
     /// pays `prior_illegal`), the misread moves are retracted (`move_retracted`, reason
     /// `misread`) and the chain is committed. One wrong commit otherwise costs the rest of the
-    /// board's game. 0 switches it off.
+    /// board's game. 0 switches rewinds off (`rewind_excess_moves`' too).
     pub rewind_nats: f32,
     /// The most moves a rewind may take back (0 = none): the longer the chain decoded again,
     /// the likelier it is wrong in turn.
     pub rewind_moves: u32,
+    /// With a clock feed, a rewind is also tried when the tracked position's best explanation
+    /// needs at least this many moves more than the pending presses announce: an earlier
+    /// commit that took the wrong way to a square can leave the board reachable only by a
+    /// detour. The rewound chain is taken when it needs at most one move more than its
+    /// presses (a view often shows the next move before its press) and its position fits the
+    /// view at least as well (`rewind_nats` is not asked: the detour usually ends on the same
+    /// position). 0 switches it off; otherwise at least 2.
+    pub rewind_excess_moves: u32,
     /// Whether a capture the tracker only guessed (its move's `reading.guess`) may raise
     /// `handover_missing` when its piece does not reach the partner's pocket. Such captures
     /// are wrong about half the time, and a wrong one expects a hand-over nobody owes.
@@ -590,6 +598,7 @@ impl Default for TrackerConfig {
             await_partner_ms: 6000,
             rewind_nats: 8.0,
             rewind_moves: 3,
+            rewind_excess_moves: 2,
             guessed_capture_alerts: true,
             taken_back_nats: 4.0,
             taken_back_misfit_squares: 1,
@@ -689,6 +698,9 @@ impl TrackerConfig {
         }
         if self.rewind_moves > decode::MAX_SEQUENCE as u32 {
             return bad("rewind_moves must be in 0..=12");
+        }
+        if self.rewind_excess_moves == 1 || self.rewind_excess_moves > decode::MAX_SEQUENCE as u32 {
+            return bad("rewind_excess_moves must be 0 (off) or in 2..=12");
         }
         if self.desync_min_squares == 0 {
             return bad("desync_min_squares must be at least 1");

@@ -1683,8 +1683,9 @@ impl Tracker {
     }
 
     /// Tries to explain the current view of `b` from before its latest commit decisions (see
-    /// [`TrackerConfig::rewind_nats`]), when the tracked position explains it badly (`decoded`).
-    /// On success the misread moves are retracted, the chain committed and its events returned.
+    /// [`TrackerConfig::rewind_nats`]), when the tracked position explains it badly (`decoded`),
+    /// or only by a detour of more moves than the presses announce
+    /// ([`TrackerConfig::rewind_excess_moves`]). On success the misread moves are retracted, the chain committed and its events returned.
     fn try_rewind(&mut self, b: BoardId, ts: u64, decoded: &Decoded) -> Option<Vec<Event>> {
         if self.cfg.rewind_nats <= 0.0 {
             return None;
@@ -1694,9 +1695,13 @@ impl Tracker {
             return None;
         }
         // One square left unexplained is usually a misread of that square, not of a move.
-        if decoded.best.kind != HypothesisKind::Illegal
-            && decoded.disagreeing.len() < self.cfg.desync_min_squares as usize
-        {
+        let badly = decoded.best.kind == HypothesisKind::Illegal
+            || decoded.disagreeing.len() >= self.cfg.desync_min_squares as usize;
+        let presses = bt.presses() as usize;
+        let detour = self.clock_feed
+            && self.cfg.rewind_excess_moves > 0
+            && decoded.best.moves.len() >= presses + self.cfg.rewind_excess_moves as usize;
+        if !badly && !detour {
             return None;
         }
         let raw = bt.raw.as_ref()?;
@@ -1760,7 +1765,14 @@ impl Tracker {
                 continue;
             }
             let gain = fit(after.board(b)) - current;
-            if gain >= self.cfg.rewind_nats && found.as_ref().is_none_or(|f| gain > f.0) {
+            let needed = if badly {
+                self.cfg.rewind_nats
+            } else if (presses + undo..=presses + undo + 1).contains(&h.moves.len()) {
+                0.0
+            } else {
+                continue;
+            };
+            if gain >= needed && found.as_ref().is_none_or(|f| gain > f.0) {
                 found = Some((gain, k, undo, h.moves.clone(), dec.margin()));
             }
         }
@@ -2713,16 +2725,9 @@ mod tests {
         (ev, fen)
     }
 
-    #[test]
-    fn a_misread_move_is_retracted_when_later_views_show_what_was_played() {
-        // At most two moves per view: otherwise the knight walking back and forth (h3g1, g1f3,
-        // with the reply split into e7e6 e6e5) explains the view from the misread position too,
-        // and the test would be about priors, not rewinds.
-        let cfg = TrackerConfig {
-            max_moves_per_observation: 2,
-            ..windowed_cfg()
-        };
-        let (ev, fen) = misread_knight_then_reply(cfg.clone());
+    /// That `misread_knight_then_reply`'s misread `g1h3` was retracted and the board stands on
+    /// `g1f3 e7e5`, with no desync.
+    fn assert_knight_misread_retracted(ev: &[Event], fen: &str) {
         assert!(
             ev.iter().any(|e| matches!(&e.body,
                 EventBody::MoveRetracted { uci, reason, .. }
@@ -2730,23 +2735,52 @@ mod tests {
             "{ev:?}"
         );
         assert_eq!(
-            crate::tracker::moves_standing(&ev)[0],
+            crate::tracker::moves_standing(ev)[0],
             ["g1f3", "e7e5"],
             "{ev:?}"
         );
-        let start = Position::default();
-        assert_eq!(fen, play(&start, &["g1f3", "e7e5"]).to_fen());
+        assert_eq!(fen, play(&Position::default(), &["g1f3", "e7e5"]).to_fen());
         assert!(
             !ev.iter()
                 .any(|e| matches!(e.body, EventBody::Desync { .. })),
             "{ev:?}"
         );
+    }
+
+    #[test]
+    fn a_misread_move_is_retracted_when_later_views_show_what_was_played() {
+        // At most two moves per view: otherwise the knight walking back and forth (h3g1, g1f3,
+        // with the reply split into e7e6 e6e5) explains the view from the misread position too,
+        // and the rewind would come from that detour (the next test), not from the squares the
+        // misread leaves unexplained.
+        let cfg = TrackerConfig {
+            max_moves_per_observation: 2,
+            ..windowed_cfg()
+        };
+        let (ev, fen) = misread_knight_then_reply(cfg.clone());
+        assert_knight_misread_retracted(&ev, &fen);
         // Without rewinds the misread stands.
         let (ev, _) = misread_knight_then_reply(TrackerConfig {
             rewind_nats: 0.0,
             ..cfg
         });
         assert_eq!(crate::tracker::moves_standing(&ev)[0][0], "g1h3");
+    }
+
+    #[test]
+    fn a_misread_the_view_reaches_only_by_a_detour_is_retracted() {
+        // With any number of moves per view the misread position explains the view too, by
+        // the knight walking back (`e7e6 h3g1 e6e5 g1f3`): four moves for the one press.
+        let (ev, fen) = misread_knight_then_reply(windowed_cfg());
+        assert_knight_misread_retracted(&ev, &fen);
+        // Without detour rewinds the misread stands and the detour is committed.
+        let (ev, _) = misread_knight_then_reply(TrackerConfig {
+            rewind_excess_moves: 0,
+            ..windowed_cfg()
+        });
+        let standing = &crate::tracker::moves_standing(&ev)[0];
+        assert_eq!(standing[0], "g1h3", "{ev:?}");
+        assert!(standing.len() > 2, "{ev:?}");
     }
 
     #[test]
