@@ -430,6 +430,14 @@ pub struct TrackerConfig {
     /// reader tells pieces from an empty table better than it names their roles on a set it
     /// was not trained on (`docs/tracker.md`, Pockets).
     pub pocket_totals: bool,
+    /// With `pocket_totals` and a clock feed: while the partner has pressed moves undecided on
+    /// the other board, up to that many of the pieces a zone shows beyond what its owner holds
+    /// (per role) are taken as captures on their way that the engine does not know of yet, not
+    /// as misnamed pieces, so they no longer make the total explain a missing piece away. With
+    /// a perfect reader it finds hidden pieces that such an arrival masked; with today's
+    /// reader, which misnames pieces often while the other board is undecided, it raises more
+    /// false alerts than it finds (`docs/tracker.md`, Pockets). Off by default.
+    pub pocket_partner_arrivals: bool,
     /// A piece of a player's that the board's latest view shows where the tracked position has
     /// none (by more than `disagree_nats`) is not hidden: it is more likely a drop the tracker
     /// took for another move than a piece in his hand (`PocketWatcher::on_board_view`).
@@ -582,6 +590,7 @@ impl Default for TrackerConfig {
             desync_grace_ms: 1000,
             pocket_grace_ms: 3000,
             pocket_excuse_undecided: false,
+            pocket_partner_arrivals: false,
             pocket_totals: true,
             pocket_board_view: true,
             pocket_min_confidence: 0.0,

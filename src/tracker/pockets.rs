@@ -141,6 +141,11 @@ pub struct PocketWatcher {
     /// Per board, colour and pocket role: pieces the board's latest view shows where its
     /// position has none ([`on_board_view`](Self::on_board_view)).
     on_board: [[[u8; 5]; 2]; 2],
+    /// Whether [`on_partner_undecided`](Self::on_partner_undecided)'s counts are used.
+    partner_arrivals: bool,
+    /// Per board and colour: moves the player who feeds that pocket (the partner, on the other
+    /// board) has pressed but the tracker not yet decided.
+    partner_undecided: [[u8; 2]; 2],
 }
 
 impl PocketWatcher {
@@ -156,7 +161,24 @@ impl PocketWatcher {
             excuse_undecided: false,
             totals: false,
             on_board: Default::default(),
+            partner_arrivals: false,
+            partner_undecided: Default::default(),
         }
+    }
+
+    /// Judging totals, lets each undecided move of the partner's take one piece the zone shows
+    /// beyond its owner's holding as an arrival the engine does not know of yet
+    /// ([`on_partner_undecided`](Self::on_partner_undecided)).
+    pub fn counting_partner_arrivals(mut self, on: bool) -> PocketWatcher {
+        self.partner_arrivals = on;
+        self
+    }
+
+    /// Per colour, the moves pressed but undecided on the other board by the player who feeds
+    /// that colour's pocket on `board` (his partner, who plays the other colour there): each
+    /// may be a capture whose piece already reached the pocket.
+    pub fn on_partner_undecided(&mut self, board: BoardId, moves: [u8; 2]) {
+        self.partner_undecided[board.index()] = moves;
     }
 
     /// Lets each undecided move of a player excuse one missing piece of his outright.
@@ -522,7 +544,19 @@ impl PocketWatcher {
                     // What the zone's total leaves missing beyond the hand-overs on their way
                     // (each explains a missing piece of its own role only).
                     let coming = coming(&self.pending, board, color, pocket, reading);
-                    let room = held_all.saturating_sub(visible_all).saturating_sub(coming);
+                    // Pieces of the partner's undecided captures raise the total the zone
+                    // should show; only pieces read beyond a role's holding can be such.
+                    let arriving = if self.partner_arrivals {
+                        let beyond =
+                            total(|r| reading.count(color, r).saturating_sub(pocket.count(r)));
+                        beyond.min(self.partner_undecided[board.index()][color.index()])
+                    } else {
+                        0
+                    };
+                    let room = held_all
+                        .saturating_add(arriving)
+                        .saturating_sub(visible_all)
+                        .saturating_sub(coming);
                     unexplained.min(room.saturating_sub(hidden_before))
                 } else {
                     unexplained
@@ -845,6 +879,36 @@ mod tests {
         // When the zone's total falls short too, the knight is hidden.
         let events = feed(&mut totals, &t, 3100, 6000, |_| showing(Role::Pawn, 0));
         assert!(one_hidden(&events, 1, 0), "{events:?}");
+    }
+
+    #[test]
+    fn judging_totals_an_arrival_of_the_partners_undecided_capture_does_not_mask_a_hidden_piece() {
+        // The held knight shows, then goes into the hand just as a pawn from a capture the
+        // tracker has not decided yet on the other board arrives: one piece shown of one held.
+        let t = table_with_white_knight_in_a_pocket();
+        let swapped = |ts: u64| {
+            if ts < 1000 {
+                showing(Role::Knight, 1)
+            } else {
+                showing(Role::Pawn, 1)
+            }
+        };
+        let watcher = |arrivals: bool, undecided: u8| {
+            let mut w = PocketWatcher::new(1000)
+                .judging_totals(true)
+                .counting_partner_arrivals(arrivals);
+            // White's pocket on board A is fed by Black on board B.
+            w.on_partner_undecided(BoardId::A, [undecided, 0]);
+            w
+        };
+        let events = feed(&mut watcher(true, 1), &t, 0, 4000, swapped);
+        assert!(one_hidden(&events, 1, 0), "{events:?}");
+        // Without the option, or with nothing undecided on the other board, the pawn passes
+        // for the knight misnamed.
+        for mut w in [watcher(false, 1), watcher(true, 0)] {
+            let events = feed(&mut w, &t, 0, 4000, swapped);
+            assert!(events.is_empty(), "{events:?}");
+        }
     }
 
     #[test]

@@ -431,7 +431,8 @@ impl Tracker {
                 .with_looks(cfg.pocket_look_levels)
                 .with_glimpses(cfg.pocket_glimpses)
                 .excusing_undecided(cfg.pocket_excuse_undecided)
-                .judging_totals(cfg.pocket_totals),
+                .judging_totals(cfg.pocket_totals)
+                .counting_partner_arrivals(cfg.pocket_partner_arrivals),
             cfg,
             referee,
             variant,
@@ -798,14 +799,10 @@ impl Tracker {
             });
             let readable = [zones_calm[0] && sure[0], zones_calm[1] && sure[1]];
             if readable.contains(&true) {
-                // Pressed moves not yet committed (the first pending press is the side to
-                // move's, the next the other's, and so on) may be drops the pocket already
-                // shows: the engine lags behind them.
-                let undecided = {
-                    let to_move = self.referee.table().board(b).turn().index();
-                    let n = bt.presses().min(u32::from(u8::MAX)) as u8;
-                    std::array::from_fn(|c| if c == to_move { n.div_ceil(2) } else { n / 2 })
-                };
+                // Pressed moves not yet committed may be drops the pocket already shows: the
+                // engine lags behind them.
+                let undecided = self.undecided_by_colour(b);
+                let bt = &self.boards[b.index()];
                 if self.cfg.pocket_board_view {
                     // Only a view taken since the last decision: an older one shows pieces
                     // since moved.
@@ -818,6 +815,11 @@ impl Tracker {
                         _ => [[0; 5]; 2],
                     };
                     self.pockets.on_board_view(b, shown);
+                }
+                if self.cfg.pocket_partner_arrivals && self.clock_feed {
+                    // Colour c's pocket on `b` is fed by the other colour on the other board.
+                    let [white, black] = self.undecided_by_colour(b.other());
+                    self.pockets.on_partner_undecided(b, [black, white]);
                 }
                 let alerts = self.pockets.on_reading(
                     b,
@@ -1680,6 +1682,14 @@ impl Tracker {
         if recent.len() > MAX_REWIND_DECISIONS {
             recent.drain(..recent.len() - MAX_REWIND_DECISIONS);
         }
+    }
+
+    /// Per colour, `b`'s moves pressed but not yet committed: the first pending press is the
+    /// side to move's, the next the other's, and so on.
+    fn undecided_by_colour(&self, b: BoardId) -> [u8; 2] {
+        let to_move = self.referee.table().board(b).turn().index();
+        let n = self.boards[b.index()].presses().min(u32::from(u8::MAX)) as u8;
+        std::array::from_fn(|c| if c == to_move { n.div_ceil(2) } else { n / 2 })
     }
 
     /// Tries to explain the current view of `b` from before its latest commit decisions (see
