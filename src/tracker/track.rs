@@ -1695,7 +1695,8 @@ impl Tracker {
     /// Tries to explain the current view of `b` from before its latest commit decisions (see
     /// [`TrackerConfig::rewind_nats`]), when the tracked position explains it badly (`decoded`),
     /// or only by a detour of more moves than the presses announce
-    /// ([`TrackerConfig::rewind_excess_moves`]). On success the misread moves are retracted, the chain committed and its events returned.
+    /// ([`TrackerConfig::rewind_excess_moves`]). On success the misread moves are retracted,
+    /// the chain committed and its events returned.
     fn try_rewind(&mut self, b: BoardId, ts: u64, decoded: &Decoded) -> Option<Vec<Event>> {
         if self.cfg.rewind_nats <= 0.0 {
             return None;
